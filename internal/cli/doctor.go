@@ -1,0 +1,254 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/cgroup"
+	"den.dev/den/internal/sandbox/rootfs"
+)
+
+// Free disk below which provisioning and package installs are likely to
+// fail.
+const (
+	minFreeBytes  = 200 << 20
+	warnFreeBytes = 2 << 30
+)
+
+// report is what den doctor finds.
+type report struct {
+	Tier    sandbox.Tier    `json:"tier"`
+	Backend string          `json:"backend"`
+	Checks  []sandbox.Check `json:"checks"`
+	OK      bool            `json:"ok"`
+}
+
+func doctorCmd(g *globals) *cobra.Command {
+	var agent string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Report the isolation in force and every check behind it",
+		Long: `Report the sandbox backend and the isolation tier in force, and every check
+behind them: bwrap and its version, user namespaces, seccomp, cgroups,
+the agent's rootfs, free disk, and a real start of the agent's computer.
+Exits 1 when den cannot run commands.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r := diagnose(cmd.Context(), g, agent)
+			if asJSON {
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(r)
+			} else {
+				printReport(g, r)
+			}
+			if !r.OK {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "default", "agent whose computer to check")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func diagnose(ctx context.Context, g *globals, agent string) report {
+	r := report{Tier: sandbox.TierNone}
+	add := func(c sandbox.Check) { r.Checks = append(r.Checks, c) }
+	cfg, err := g.config()
+	if err != nil {
+		add(sandbox.Check{Name: "config", Detail: err.Error(), Fix: "fix the config file", Fatal: true})
+		return finish(r)
+	}
+	add(sandbox.Check{Name: "config", OK: true, Detail: orDefault(cfg.Path(), "no config file (defaults)")})
+	dataDir := DataDir(g.dataDir)
+	add(diskCheck(dataDir))
+
+	b, err := newBackend(g.backend, cfg)
+	if err != nil {
+		add(sandbox.Check{Name: "sandbox backend", Detail: err.Error(), Fatal: true,
+			Fix: "install bubblewrap (apt-get install bubblewrap); den refuses to run commands without a sandbox"})
+		add(cgroupCheck())
+		return finish(r)
+	}
+	r.Backend, r.Tier = b.Name(), b.Tier()
+	for _, c := range b.Check(ctx) {
+		add(c)
+	}
+	add(cgroupCheck())
+	m, err := computer.New(dataDir, b)
+	if err != nil {
+		add(sandbox.Check{Name: "data dir", Detail: err.Error(), Fatal: true})
+		return finish(r)
+	}
+	comp, err := m.Computer(agent)
+	if err != nil {
+		add(sandbox.Check{Name: "agent", Detail: err.Error(), Fatal: true})
+		return finish(r)
+	}
+	info, ok, err := comp.Info()
+	switch {
+	case ok && err != nil:
+		add(sandbox.Check{Name: "rootfs (" + agent + ")", Detail: err.Error(), Fatal: true,
+			Fix: "den computer reset --agent " + agent})
+	case ok:
+		add(sandbox.Check{Name: "rootfs (" + agent + ")", OK: true,
+			Detail: fmt.Sprintf("%s %s from %s, %s", info.Distro, info.Version, info.Source, comp.Rootfs())})
+		add(startCheck(ctx, comp, cfg.Agent(agent).Network != "off"))
+	default:
+		add(sourceCheck(ctx, agent, cfg.Rootfs.AlpineMirror))
+	}
+	return finish(r)
+}
+
+func finish(r report) report {
+	r.OK = true
+	for _, c := range r.Checks {
+		if c.Fatal && !c.OK {
+			r.OK = false
+		}
+	}
+	if !r.OK {
+		r.Tier = "unavailable"
+	}
+	return r
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func diskCheck(dir string) sandbox.Check {
+	c := sandbox.Check{Name: "free disk"}
+	probe := dir
+	for {
+		var st unix.Statfs_t
+		if err := unix.Statfs(probe, &st); err == nil {
+			free := int64(st.Bavail) * int64(st.Bsize)
+			c.Detail = fmt.Sprintf("%s free at %s", human(free), dir)
+			c.OK = free >= warnFreeBytes
+			if free < minFreeBytes {
+				c.Fatal = true
+				c.Fix = "free some disk space: provisioning and package installs need room"
+			} else if !c.OK {
+				c.Fix = "less than 2 GiB free: large package installs may fail"
+			}
+			return c
+		}
+		i := strings.LastIndexByte(probe, '/')
+		if i <= 0 {
+			probe = "/"
+		} else {
+			probe = probe[:i]
+		}
+		if probe == "/" {
+			var st unix.Statfs_t
+			unix.Statfs("/", &st)
+			free := int64(st.Bavail) * int64(st.Bsize)
+			c.Detail = fmt.Sprintf("%s free at / (data dir %s not created yet)", human(free), dir)
+			c.OK = free >= warnFreeBytes
+			c.Fatal = free < minFreeBytes
+			return c
+		}
+	}
+}
+
+func cgroupCheck() sandbox.Check {
+	info := cgroup.Detect()
+	c := sandbox.Check{Name: "resource limits (cgroups)", OK: info.Usable()}
+	c.Detail = strings.TrimSpace(strings.ReplaceAll(info.String(), "\n", "; "))
+	if !c.OK {
+		c.Fix = "memory and CPU limits are off; " + info.Reason + " (an ordinary user's process count is still bounded by RLIMIT_NPROC)"
+	}
+	return c
+}
+
+// startCheck starts the agent's computer for real and runs a command.
+func startCheck(ctx context.Context, comp *computer.Computer, network bool) sandbox.Check {
+	c := sandbox.Check{Name: "computer start", Fatal: true}
+	t0 := time.Now()
+	s, err := comp.Start(ctx, "doctor", computer.SessionOptions{Network: network, Limits: sandbox.Limits{Pids: DefaultPids}})
+	if err != nil {
+		c.Detail = err.Error()
+		c.Fix = "see the checks above"
+		return c
+	}
+	defer s.Close()
+	res, err := s.Run(ctx, sandbox.Command{Script: "id -u", Timeout: 30 * time.Second})
+	if err != nil || res.ExitCode != 0 {
+		c.Detail = fmt.Sprintf("a command failed in the computer: %v %s", err, res.Output)
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("started and ran a command in %v (shell %s, uid %s)", time.Since(t0).Round(time.Millisecond), s.Shell(), strings.TrimSpace(res.Output))
+	return c
+}
+
+// sourceCheck says whether a first start can provision a computer.
+func sourceCheck(ctx context.Context, agent, mirror string) sandbox.Check {
+	c := sandbox.Check{Name: "rootfs (" + agent + ")", Fatal: true}
+	if mirror == "" {
+		mirror = rootfs.DefaultAlpineMirror
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodHead, mirror+"/latest-stable/releases/", nil)
+	resp, err := http.DefaultClient.Do(req)
+	alpineOK := err == nil && resp.StatusCode < 500
+	if resp != nil {
+		resp.Body.Close()
+	}
+	_, debErr := exec.LookPath("debootstrap")
+	switch {
+	case alpineOK:
+		c.OK = true
+		c.Detail = "not provisioned yet; the first start downloads Alpine from " + mirror
+	case debErr == nil:
+		c.OK = true
+		c.Detail = "not provisioned yet; the Alpine mirror is unreachable, so the first start builds Debian with debootstrap from the host's mirror"
+	default:
+		c.Detail = "not provisioned yet, the Alpine mirror " + mirror + " is unreachable and debootstrap is missing"
+		c.Fix = "set [rootfs] alpine_mirror to a reachable mirror, install debootstrap, or create the computer with --rootfs tar:PATH"
+	}
+	return c
+}
+
+func printReport(g *globals, r report) {
+	w := g.stdout
+	if r.OK {
+		fmt.Fprintf(w, "isolation: %s (%s, backend %s)\n\n", r.Tier, sandbox.Tier(r.Tier).Describe(), r.Backend)
+	} else {
+		fmt.Fprintf(w, "isolation: UNAVAILABLE: den will not run commands until the failures below are fixed\n\n")
+	}
+	for _, c := range r.Checks {
+		mark := "ok  "
+		switch {
+		case !c.OK && c.Fatal:
+			mark = "FAIL"
+		case !c.OK:
+			mark = "warn"
+		}
+		fmt.Fprintf(w, "%s  %s: %s\n", mark, c.Name, c.Detail)
+		if !c.OK && c.Fix != "" {
+			fmt.Fprintf(w, "      fix: %s\n", c.Fix)
+		}
+	}
+	if r.Tier == sandbox.TierNone {
+		fmt.Fprintln(w, "\nWARNING: the proot backend gives NO isolation: commands run with your own rights on this host.")
+	}
+}

@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/rootfs"
+)
+
+// computerFlags are the flags that choose and shape an agent's computer.
+type computerFlags struct {
+	agent   string
+	session string
+	rootfs  string
+	network string
+	mounts  []string
+	timeout time.Duration
+}
+
+func (f *computerFlags) add(c *cobra.Command, full bool) {
+	c.Flags().StringVar(&f.agent, "agent", "default", "agent whose computer to use")
+	c.Flags().StringVar(&f.session, "session", "default", "session (its own /workspace and den folders)")
+	if !full {
+		return
+	}
+	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer: alpine[:VERSION], debian[:SUITE], ubuntu[:SUITE], tar:PATH, dir:PATH, busybox")
+	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off (default from config, else on)")
+	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
+}
+
+// open provisions the agent's computer if needed and returns the
+// session options from config and flags.
+func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Computer, computer.SessionOptions, error) {
+	var o computer.SessionOptions
+	m, cfg, err := g.manager()
+	if err != nil {
+		return nil, o, err
+	}
+	c, err := m.Computer(f.agent)
+	if err != nil {
+		return nil, o, usageError{err}
+	}
+	if err := computer.ValidName("session", f.session); err != nil {
+		return nil, o, usageError{err}
+	}
+	ac := cfg.Agent(f.agent)
+	o, err = sessionOptions(ac, f)
+	if err != nil {
+		return nil, o, err
+	}
+	srcText, explicit := f.rootfs, f.rootfs != ""
+	if !explicit && ac.Rootfs != "" {
+		srcText, explicit = ac.Rootfs, true
+	}
+	src := rootfs.DefaultSource()
+	if explicit {
+		if src, err = rootfs.ParseSource(srcText); err != nil {
+			return nil, o, usageError{err}
+		}
+	}
+	if _, ok, _ := c.Info(); !ok {
+		fmt.Fprintf(g.stderr, "den: creating the computer of agent %s from %s\n", f.agent, src)
+		m.RootfsOptions.Progress = progressPrinter(g.stderr)
+		info, err := c.Ensure(ctx, src, explicit)
+		if err != nil {
+			return nil, o, err
+		}
+		if err := c.RestoreHome(); err != nil {
+			return nil, o, err
+		}
+		fmt.Fprintf(g.stderr, "den: computer ready: %s %s (%s)\n", info.Distro, info.Version, info.Source)
+	} else if _, err := c.Ensure(ctx, src, f.rootfs != ""); err != nil {
+		return nil, o, err
+	}
+	return c, o, nil
+}
+
+func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions, error) {
+	o := computer.SessionOptions{Network: true, Timeout: f.timeout}
+	net := f.network
+	if net == "" {
+		net = ac.Network
+	}
+	switch net {
+	case "", "on":
+	case "off":
+		o.Network = false
+	default:
+		return o, usageError{fmt.Errorf("--network %q: want on or off", net)}
+	}
+	for _, s := range append(append([]string(nil), ac.Mounts...), f.mounts...) {
+		b, err := sandbox.ParseMount(s)
+		if err != nil {
+			return o, usageError{err}
+		}
+		o.Mounts = append(o.Mounts, b)
+	}
+	if ac.Memory != "" {
+		n, err := config.ParseBytes(ac.Memory)
+		if err != nil {
+			return o, err
+		}
+		o.Limits.MemoryBytes = n
+	}
+	o.Limits.Pids = ac.Pids
+	if o.Limits.Pids == 0 {
+		o.Limits.Pids = DefaultPids
+	}
+	o.Limits.CPUWeight = ac.CPUWeight
+	return o, nil
+}
+
+// DefaultPids bounds the processes of a computer when the config names
+// no limit, so that a fork bomb inside stays inside.
+const DefaultPids = 4096
+
+// progressPrinter renders provisioning progress on w: a line per stage,
+// and byte counts rewritten in place on a terminal.
+func progressPrinter(w io.Writer) func(rootfs.Progress) {
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	var mu sync.Mutex
+	inPlace := false
+	return func(p rootfs.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if p.Total > 0 {
+			line := fmt.Sprintf("den: %s: %s %s / %s (%d%%)", p.Stage, p.Message, human(p.Done), human(p.Total), p.Done*100/p.Total)
+			if tty {
+				fmt.Fprintf(w, "\r\033[K%s", line)
+				inPlace = p.Done < p.Total
+				if !inPlace {
+					fmt.Fprintln(w)
+				}
+				return
+			}
+			if p.Done == p.Total {
+				fmt.Fprintln(w, line)
+			}
+			return
+		}
+		if inPlace {
+			fmt.Fprintln(w)
+			inPlace = false
+		}
+		fmt.Fprintf(w, "den: %s: %s\n", p.Stage, strings.TrimSpace(p.Message))
+	}
+}
+
+func human(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func execCmd(g *globals) *cobra.Command {
+	f := &computerFlags{}
+	c := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARG...]",
+		Short: "Run one command in an agent's computer",
+		Long: `Run one command in an agent's computer, streaming its output, and exit
+with its exit code (124 when it timed out, 130 when interrupted, 125 when
+den itself failed). The computer is created on first use.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.timeout < 0 || f.timeout > sandbox.MaxTimeout {
+				return usageError{fmt.Errorf("--timeout %v: want a duration up to %v", f.timeout, sandbox.MaxTimeout)}
+			}
+			ctx := cmd.Context()
+			comp, o, err := f.open(ctx, g)
+			if err != nil {
+				return err
+			}
+			sess, err := comp.Start(ctx, f.session, o)
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			var outMu sync.Mutex
+			res, err := sess.ExecStream(ctx, sandbox.Command{
+				Script:    "exec " + sandbox.QuoteArgs(args),
+				Timeout:   f.timeout,
+				NoOffload: true,
+				OnOutput: func(stream, text string) {
+					outMu.Lock()
+					defer outMu.Unlock()
+					if stream == "stdout" {
+						io.WriteString(g.stdout, text)
+					} else {
+						io.WriteString(g.stderr, text)
+					}
+				},
+			}, g.stdin)
+			if err != nil {
+				return err
+			}
+			if res.TimedOut || res.Canceled {
+				fmt.Fprintf(g.stderr, "den: %s\n", res.Note)
+			}
+			if res.ExitCode != 0 {
+				return exitError{res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f.add(c, true)
+	c.Flags().DurationVar(&f.timeout, "timeout", 0, "end the command's whole process tree after this long (default 10m)")
+	return c
+}

@@ -1,0 +1,485 @@
+package computer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/cgroup"
+	"den.dev/den/internal/sandbox/rootfs"
+)
+
+// Errors.
+var (
+	ErrBadName     = errors.New("bad name")
+	ErrNoComputer  = errors.New("no computer")
+	ErrInUse       = errors.New("computer in use")
+	ErrNoRootfsArg = errors.New("rootfs already provisioned")
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ValidName checks an agent or session name: 1–64 letters, digits, '.',
+// '_' or '-', not starting with a punctuation mark.
+func ValidName(kind, s string) error {
+	if !nameRE.MatchString(s) {
+		return fmt.Errorf("%w: %s %q: use 1-64 letters, digits, '.', '_' or '-'", ErrBadName, kind, s)
+	}
+	return nil
+}
+
+// Manager owns the computers under one data dir:
+//
+//	DATA/agents/AGENT/computer.json   what the rootfs was built from
+//	DATA/agents/AGENT/rootfs/         the computer's root filesystem
+//	DATA/agents/AGENT/{memory,skills,shared}/
+//	DATA/agents/AGENT/sessions/ID/{workspace,attachments,offloads,browser}/
+//	DATA/run/                         control folders of running sessions
+//	DATA/cache/                       downloads and bootstrapped bases
+type Manager struct {
+	dataDir string
+	backend sandbox.Backend
+	cgroups *cgroup.Manager // nil when resource limits are unavailable
+	cgErr   error
+	// RootfsOptions are used when a computer is provisioned.
+	RootfsOptions rootfs.Options
+}
+
+// New returns a manager. Resource limits use cgroups when the host
+// offers them; CgroupError says why not otherwise.
+func New(dataDir string, backend sandbox.Backend) (*Manager, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("computer: data dir: %w", err)
+	}
+	for _, d := range []string{"agents", "run", "cache"} {
+		if err := os.MkdirAll(filepath.Join(abs, d), 0o700); err != nil {
+			return nil, fmt.Errorf("computer: data dir: %w", err)
+		}
+	}
+	m := &Manager{dataDir: abs, backend: backend}
+	m.cgroups, m.cgErr = cgroup.New("den")
+	m.RootfsOptions.CacheDir = filepath.Join(abs, "cache")
+	return m, nil
+}
+
+// DataDir is the manager's data dir.
+func (m *Manager) DataDir() string { return m.dataDir }
+
+// Backend is the sandbox backend in use.
+func (m *Manager) Backend() sandbox.Backend { return m.backend }
+
+// CgroupError says why resource limits are unavailable, or nil.
+func (m *Manager) CgroupError() error { return m.cgErr }
+
+// Computer is one agent's persistent computer.
+type Computer struct {
+	m     *Manager
+	agent string
+	dir   string
+}
+
+// Computer returns the agent's computer, which may not be provisioned yet.
+func (m *Manager) Computer(agent string) (*Computer, error) {
+	if err := ValidName("agent", agent); err != nil {
+		return nil, err
+	}
+	return &Computer{m: m, agent: agent, dir: filepath.Join(m.dataDir, "agents", agent)}, nil
+}
+
+// Agent is the computer's agent name.
+func (c *Computer) Agent() string { return c.agent }
+
+// Rootfs is the host path of the computer's root.
+func (c *Computer) Rootfs() string { return filepath.Join(c.dir, "rootfs") }
+
+func (c *Computer) infoFile() string { return filepath.Join(c.dir, "computer.json") }
+
+// Info reports how the computer was provisioned; ok is false when it has
+// not been.
+func (c *Computer) Info() (rootfs.Info, bool, error) {
+	if _, err := os.Stat(c.Rootfs()); errors.Is(err, os.ErrNotExist) {
+		return rootfs.Info{}, false, nil
+	}
+	info, err := rootfs.ReadInfo(c.infoFile())
+	if err != nil {
+		return rootfs.Info{}, true, err
+	}
+	return info, true, nil
+}
+
+// Ensure provisions the computer from src when it has none yet. explicit
+// says the user chose src (otherwise an unreachable default may fall
+// back to Debian). Asking for a different source for an existing
+// computer is an error: reset it first.
+func (c *Computer) Ensure(ctx context.Context, src rootfs.Source, explicit bool) (rootfs.Info, error) {
+	info, ok, err := c.Info()
+	if ok {
+		if err != nil {
+			return info, fmt.Errorf("computer %s: %w (reset it with `den computer reset`)", c.agent, err)
+		}
+		if explicit && info.Source != src.String() && info.Requested != src.String() {
+			return info, fmt.Errorf("%w: computer %s was built from %s, not %s: reset it first (`den computer reset --agent %s`)",
+				ErrNoRootfsArg, c.agent, info.Source, src, c.agent)
+		}
+		return info, nil
+	}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return info, fmt.Errorf("computer %s: %w", c.agent, err)
+	}
+	opts := c.m.RootfsOptions
+	opts.FallbackToDebian = !explicit
+	info, err = rootfs.Provision(ctx, c.Rootfs(), src, opts)
+	if err != nil {
+		return info, err
+	}
+	if err := rootfs.WriteInfo(c.infoFile(), info); err != nil {
+		return info, err
+	}
+	return info, nil
+}
+
+// SessionOptions are the per-session choices.
+type SessionOptions struct {
+	Network bool
+	Mounts  []sandbox.Bind
+	Limits  sandbox.Limits
+	Env     []string // added to the base environment
+	Timeout time.Duration
+	Log     func(string)
+}
+
+// BaseEnv is the environment every process in a computer starts with.
+func BaseEnv(session string) []string {
+	return []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOME=/root",
+		"USER=root",
+		"LOGNAME=root",
+		"LANG=C.UTF-8",
+		"TERM=dumb",
+		"SHELL=/bin/sh",
+		"PWD=" + sandbox.GuestWorkspace,
+		"DEN_SESSION=" + session,
+	}
+}
+
+// SessionDir is the host folder of a session's per-session folders.
+func (c *Computer) SessionDir(session string) string {
+	return filepath.Join(c.dir, "sessions", session)
+}
+
+// Spec builds the sandbox description of a session: the rootfs, the
+// per-session and per-agent folders, and the user's mounts.
+func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) {
+	if err := ValidName("session", session); err != nil {
+		return sandbox.Spec{}, err
+	}
+	spec := sandbox.Spec{Rootfs: c.Rootfs(), Network: o.Network, Hostname: "den", Limits: o.Limits}
+	sdir := c.SessionDir(session)
+	for _, d := range sandbox.SessionDirs {
+		h := filepath.Join(sdir, d.Name)
+		if err := os.MkdirAll(h, 0o755); err != nil {
+			return spec, fmt.Errorf("computer: session folder: %w", err)
+		}
+		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest})
+	}
+	for _, d := range sandbox.AgentDirs {
+		h := filepath.Join(c.dir, d.Name)
+		if err := os.MkdirAll(h, 0o755); err != nil {
+			return spec, fmt.Errorf("computer: agent folder: %w", err)
+		}
+		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest})
+	}
+	for _, m := range o.Mounts {
+		if err := m.Validate(); err != nil {
+			return spec, err
+		}
+		spec.Binds = append(spec.Binds, m)
+	}
+	return spec, nil
+}
+
+// Session is a running session of a computer.
+type Session struct {
+	*sandbox.Session
+	group *cgroup.Group
+}
+
+// Close stops every process of the session and releases its control
+// group.
+func (s *Session) Close() error {
+	err := s.Session.Close()
+	if s.group != nil {
+		s.group.Remove()
+	}
+	return err
+}
+
+// Start starts a session's computer. The computer must be provisioned.
+func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) (*Session, error) {
+	if _, ok, err := c.Info(); !ok || err != nil {
+		if err == nil {
+			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
+		}
+		return nil, err
+	}
+	spec, err := c.Spec(session, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{}
+	suffix := strconv.Itoa(os.Getpid()) + "." + randomSuffix()
+	if c.m.cgroups != nil {
+		// Each running session is a group of its own, with the agent's
+		// limits, so that it can be constrained and stopped as one.
+		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
+		g, err := c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim)
+		if err != nil {
+			return nil, fmt.Errorf("computer: %w", err)
+		}
+		s.group = g
+		spec.Cgroup = g
+	}
+	env := append(BaseEnv(session), o.Env...)
+	ctl := filepath.Join(c.m.dataDir, "run", c.agent+"."+session+"."+suffix)
+	ss, err := sandbox.Start(ctx, sandbox.SessionOptions{
+		Backend:    c.m.backend,
+		Spec:       spec,
+		ControlDir: ctl,
+		OffloadDir: filepath.Join(c.SessionDir(session), "offloads"),
+		Env:        env,
+		Timeout:    o.Timeout,
+		Log:        o.Log,
+	})
+	if err != nil {
+		if s.group != nil {
+			s.group.Remove()
+		}
+		os.RemoveAll(ctl)
+		return nil, err
+	}
+	s.Session = ss
+	return s, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Status is one line of `den computer list`.
+type Status struct {
+	Agent    string
+	Info     rootfs.Info
+	Err      error
+	Sessions []string
+	Bytes    int64 // disk use of the rootfs
+}
+
+// List reports every provisioned computer.
+func (m *Manager) List() ([]Status, error) {
+	ents, err := os.ReadDir(filepath.Join(m.dataDir, "agents"))
+	if err != nil {
+		return nil, fmt.Errorf("computer: list: %w", err)
+	}
+	var out []Status
+	for _, e := range ents {
+		if !e.IsDir() || ValidName("agent", e.Name()) != nil {
+			continue
+		}
+		c, _ := m.Computer(e.Name())
+		info, ok, err := c.Info()
+		if !ok {
+			continue
+		}
+		st := Status{Agent: e.Name(), Info: info, Err: err, Bytes: duBytes(c.Rootfs())}
+		if ss, err := os.ReadDir(filepath.Join(c.dir, "sessions")); err == nil {
+			for _, s := range ss {
+				st.Sessions = append(st.Sessions, s.Name())
+			}
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Agent < out[j].Agent })
+	return out, nil
+}
+
+func duBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// Reset removes the computer's rootfs so that the next start provisions
+// it again. With keepHome, /root is kept and put back into the new
+// rootfs by the next Ensure. Session and agent folders are not touched.
+func (c *Computer) Reset(keepHome bool) error {
+	if _, ok, _ := c.Info(); !ok {
+		return fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
+	}
+	if running := c.running(); len(running) > 0 {
+		return fmt.Errorf("%w: agent %s has running sessions (%s)", ErrInUse, c.agent, strings.Join(running, ", "))
+	}
+	trash := filepath.Join(c.dir, "rootfs.old-"+randomSuffix())
+	if err := os.Rename(c.Rootfs(), trash); err != nil {
+		return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+	}
+	os.Remove(c.infoFile())
+	if keepHome {
+		saved := filepath.Join(c.dir, "home.saved")
+		os.RemoveAll(saved)
+		if err := os.Rename(filepath.Join(trash, "root"), saved); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("computer: reset %s: keep /root: %w", c.agent, err)
+		}
+	}
+	if err := removeAll(trash); err != nil {
+		return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+	}
+	return nil
+}
+
+// RestoreHome moves a /root kept by Reset into the current rootfs.
+func (c *Computer) RestoreHome() error {
+	saved := filepath.Join(c.dir, "home.saved")
+	if _, err := os.Stat(saved); err != nil {
+		return nil
+	}
+	home := filepath.Join(c.Rootfs(), "root")
+	if err := removeAll(home); err != nil {
+		return fmt.Errorf("computer: restore /root: %w", err)
+	}
+	if err := os.Rename(saved, home); err != nil {
+		return fmt.Errorf("computer: restore /root: %w", err)
+	}
+	return nil
+}
+
+// removeAll removes a tree even where the sandbox left read-only
+// directories behind.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+// running lists the sessions of this computer that have a control
+// folder whose den process is alive (AGENT.SESSION.PID.RANDOM); control
+// folders left by a den that was killed are removed.
+func (c *Computer) running() []string {
+	dir := filepath.Join(c.m.dataDir, "run")
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		f := strings.Split(e.Name(), ".")
+		if len(f) != 4 || f[0] != c.agent {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[2])
+		if pid > 0 && (pid == os.Getpid() || unix.Kill(pid, 0) == nil) {
+			out = append(out, f[1])
+			continue
+		}
+		os.RemoveAll(filepath.Join(dir, e.Name()))
+	}
+	return out
+}
+
+// Export writes the computer's rootfs as an uncompressed tar stream.
+func (c *Computer) Export(ctx context.Context, w io.Writer) error {
+	if _, ok, _ := c.Info(); !ok {
+		return fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
+	}
+	// tar(1) keeps owners, modes, links and special bits exactly and
+	// never follows the rootfs's symlinks.
+	cmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--xattrs", "-C", c.Rootfs(), "-cf", "-", ".")
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("computer: export %s: %v: %s", c.agent, err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
+}
+
+// Import provisions the computer from a tar file made by Export (or any
+// rootfs tarball). The computer must not exist yet.
+func (c *Computer) Import(ctx context.Context, file string) (rootfs.Info, error) {
+	if _, ok, _ := c.Info(); ok {
+		return rootfs.Info{}, fmt.Errorf("%w: agent %s already has a computer: reset it first", ErrInUse, c.agent)
+	}
+	src, err := rootfs.ParseSource("tar:" + file)
+	if err != nil {
+		return rootfs.Info{}, err
+	}
+	return c.Ensure(ctx, src, true)
+}
+
+// StartRaw starts cmd as the main process of a sandbox of the session,
+// without den's supervisor (den sh uses it for a terminal). cleanup
+// stops everything and releases the session's control group.
+func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOptions, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
+	if _, ok, err := c.Info(); !ok || err != nil {
+		if err == nil {
+			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
+		}
+		return nil, nil, err
+	}
+	spec, err := c.Spec(session, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var g *cgroup.Group
+	if c.m.cgroups != nil {
+		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
+		g, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+strconv.Itoa(os.Getpid())+"."+randomSuffix(), lim)
+		if err != nil {
+			return nil, nil, fmt.Errorf("computer: %w", err)
+		}
+		spec.Cgroup = g
+	}
+	p, err := c.m.backend.Start(ctx, &spec, cmd)
+	if err != nil {
+		if g != nil {
+			g.Remove()
+		}
+		return nil, nil, err
+	}
+	cleanup := func() {
+		p.Kill()
+		p.Wait()
+		if g != nil {
+			g.Remove()
+		}
+	}
+	return p, cleanup, nil
+}

@@ -1,0 +1,193 @@
+// Package config reads den's configuration file (TOML, in the XDG
+// config dir or given with --config) into a validated Config. Every
+// error names the file and, where the problem is in the file, the line.
+//
+// The file is optional: an absent file is an empty Config, and every
+// field has a default.
+//
+//	[sandbox]
+//	backend = "bwrap"           # or "proot" (no isolation; never chosen silently)
+//
+//	[rootfs]
+//	alpine_mirror = "https://…/alpine"
+//	debian_mirror = "http://…/debian"
+//	ubuntu_mirror = "http://…/ubuntu"
+//
+//	[agents.default]
+//	rootfs  = "alpine"          # source used when the computer is first created
+//	network = "on"              # or "off": only loopback inside
+//	mounts  = ["/home/me/notes:/mnt/notes", "/srv/data:/data:ro"]
+//	memory  = "2GiB"            # resource limits (cgroups)
+//	pids    = 512
+//	cpu_weight = 100
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// ErrInvalid wraps every validation error.
+var ErrInvalid = errors.New("invalid config")
+
+// Config is den's configuration.
+type Config struct {
+	Sandbox Sandbox          `toml:"sandbox"`
+	Rootfs  Rootfs           `toml:"rootfs"`
+	Agents  map[string]Agent `toml:"agents"`
+
+	path string
+}
+
+// Sandbox chooses the backend.
+type Sandbox struct {
+	Backend string `toml:"backend"` // "bwrap" (default) or "proot"
+	Bwrap   string `toml:"bwrap"`   // path of bwrap; empty: PATH
+	Proot   string `toml:"proot"`   // path of proot; empty: PATH
+}
+
+// Rootfs holds the mirrors used to provision computers.
+type Rootfs struct {
+	AlpineMirror string `toml:"alpine_mirror"`
+	DebianMirror string `toml:"debian_mirror"`
+	UbuntuMirror string `toml:"ubuntu_mirror"`
+}
+
+// Agent is one agent's computer settings.
+type Agent struct {
+	Rootfs    string   `toml:"rootfs"`
+	Network   string   `toml:"network"`
+	Mounts    []string `toml:"mounts"`
+	Memory    string   `toml:"memory"`
+	Pids      int64    `toml:"pids"`
+	CPUWeight uint64   `toml:"cpu_weight"`
+}
+
+// Path is the file the config was read from ("" when there was none).
+func (c *Config) Path() string { return c.path }
+
+// DefaultPath is $XDG_CONFIG_HOME/den/config.toml (or ~/.config/…).
+func DefaultPath() string {
+	dir := os.Getenv("XDG_CONFIG_HOME")
+	if dir == "" {
+		home, _ := os.UserHomeDir()
+		dir = filepath.Join(home, ".config")
+	}
+	return filepath.Join(dir, "den", "config.toml")
+}
+
+// Load reads path. A missing file at the default path is an empty
+// config; a missing file the user named is an error.
+func Load(path string, named bool) (*Config, error) {
+	c := &Config{Agents: map[string]Agent{}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && !named {
+		return c, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c.path = path
+	md, err := toml.Decode(string(data), c)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return nil, fmt.Errorf("%w: %s:%d: unknown key %s", ErrInvalid, path, lineOf(data, und[0]), strings.Join(keys, ", "))
+	}
+	if c.Agents == nil {
+		c.Agents = map[string]Agent{}
+	}
+	if err := c.validate(data); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// lineOf finds the line where key's last part is set, best effort.
+func lineOf(data []byte, key toml.Key) int {
+	last := key[len(key)-1]
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, last) || strings.Contains(t, "."+last) || strings.HasPrefix(t, `"`+last) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func (c *Config) validate(data []byte) error {
+	switch c.Sandbox.Backend {
+	case "", "bwrap", "proot":
+	default:
+		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"backend"}), c.Sandbox.Backend)
+	}
+	for name, a := range c.Agents {
+		at := func(k string) string {
+			return fmt.Sprintf("%s:%d: agents.%s.%s", c.path, lineOf(data, toml.Key{"agents", name, k}), name, k)
+		}
+		switch a.Network {
+		case "", "on", "off":
+		default:
+			return fmt.Errorf("%w: %s %q: want \"on\" or \"off\"", ErrInvalid, at("network"), a.Network)
+		}
+		if a.Memory != "" {
+			if _, err := ParseBytes(a.Memory); err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrInvalid, at("memory"), err)
+			}
+		}
+		if a.Pids < 0 {
+			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("pids"))
+		}
+		if a.CPUWeight > 10000 {
+			return fmt.Errorf("%w: %s: %d is above 10000", ErrInvalid, at("cpu_weight"), a.CPUWeight)
+		}
+	}
+	return nil
+}
+
+// Agent returns the settings of the named agent (zero when unset).
+func (c *Config) Agent(name string) Agent { return c.Agents[name] }
+
+// ParseBytes reads sizes such as 512M, 2GiB, 1.5G or 1048576.
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(strings.ToUpper(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult = 1 << 10
+		case 'M':
+			mult = 1 << 20
+		case 'G':
+			mult = 1 << 30
+		case 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			t = t[:n-1]
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T suffix", s)
+	}
+	return int64(f * float64(mult)), nil
+}

@@ -1,0 +1,225 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Exec runs cmd as a fresh process in the computer, beside the
+// persistent shell and other Exec calls. It starts in the persistent
+// shell's current directory with its exported environment.
+func (s *Session) Exec(ctx context.Context, cmd Command) (*Result, error) {
+	return s.exec(ctx, cmd, nil)
+}
+
+// ExecStream is Exec with standard input read from r as it arrives (for
+// example den's own standard input).
+func (s *Session) ExecStream(ctx context.Context, cmd Command, r io.Reader) (*Result, error) {
+	return s.exec(ctx, cmd, r)
+}
+
+func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result, error) {
+	timeout, err := s.timeout(cmd.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	j, dir, err := s.newJob()
+	if err != nil {
+		return nil, err
+	}
+	defer s.forgetJob(j, dir)
+
+	var script strings.Builder
+	if st := s.shellState(); st != nil {
+		script.WriteString(st.restoreScript())
+	} else {
+		script.WriteString("cd " + GuestWorkspace + " 2>/dev/null\n")
+	}
+	script.WriteString(cmd.Script)
+	if !strings.HasSuffix(cmd.Script, "\n") {
+		script.WriteString("\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script"), []byte(script.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("sandbox: write script: %w", err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	if in == nil && cmd.Stdin != nil {
+		in = bytes.NewReader(cmd.Stdin)
+	}
+	if err := stdinFile(filepath.Join(dir, "in"), in, stop); err != nil {
+		return nil, err
+	}
+	outFd, err := openFIFO(filepath.Join(dir, "out"))
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(outFd)
+	errFd, err := openFIFO(filepath.Join(dir, "err"))
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(errFd)
+	p, err := newPoller(outFd, errFd)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	s.mu.Lock()
+	j.wake = p.Wake
+	s.mu.Unlock()
+
+	start := time.Now()
+	since := bootTicks()
+	if err := s.request("job", j.id); err != nil {
+		return nil, err
+	}
+	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput)
+	res := &Result{}
+	tree := func() []int {
+		<-j.started
+		wrapper, ok := s.proc.HostPid(j.pid)
+		var roots []int
+		if ok {
+			roots = append(roots, wrapper)
+		}
+		return s.tree(roots, "DEN_JOB="+strconv.Itoa(j.id), 0, since, wrapper)
+	}
+	s.collect(ctx, p, res, timeout, j.done, tree, nil, func(i int, b []byte) { capt.write(i+1, b) })
+	res.ExitCode = j.status
+	if res.TimedOut || res.Canceled {
+		res.ExitCode = exitCodeFor(res)
+	}
+	res.Duration = time.Since(start)
+	capt.finish(res)
+	return res, nil
+}
+
+func exitCodeFor(r *Result) int {
+	if r.TimedOut {
+		return 124
+	}
+	return 130
+}
+
+// collect reads the poller's FIFOs (calling onData with the FIFO's
+// index) until done is closed (then drains what is left),
+// enforcing the timeout and ctx by killing the process tree tree()
+// returns: SIGTERM, then SIGKILL after the grace time. stuck, when not
+// nil, is called when even SIGKILL did not end the command (a shell
+// busy in a builtin loop): it must make done close.
+func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout time.Duration, done <-chan struct{}, tree func() []int, stuck func(), onData func(i int, b []byte)) {
+	stopWake := context.AfterFunc(ctx, p.Wake)
+	defer stopWake()
+	buf := make([]byte, 32<<10)
+	var ready []int
+	deadline := time.Now().Add(timeout)
+	const (
+		running = iota
+		termSent
+		killSent
+		stuckCalled
+	)
+	phase := running
+	drain := func() {
+		for i := range p.fds {
+			p.read(i, buf, func(b []byte) { onData(i, b) })
+		}
+	}
+	for {
+		select {
+		case <-done:
+			drain()
+			return
+		default:
+		}
+		now := time.Now()
+		if phase == running && (ctx.Err() != nil || !now.Before(deadline)) {
+			if ctx.Err() != nil {
+				res.Canceled = true
+				res.addNote("command canceled; its process tree was stopped")
+			} else {
+				res.TimedOut = true
+				res.addNote(fmt.Sprintf("command timed out after %v; its process tree was stopped", timeout))
+			}
+			signalAll(tree(), unix.SIGTERM)
+			phase, deadline = termSent, now.Add(s.opts.KillGrace)
+		} else if phase == termSent && !now.Before(deadline) {
+			signalAll(tree(), unix.SIGKILL)
+			phase, deadline = killSent, now.Add(s.opts.KillGrace)
+		} else if phase == killSent && !now.Before(deadline) {
+			if stuck != nil {
+				stuck()
+			}
+			signalAll(tree(), unix.SIGKILL)
+			phase, deadline = stuckCalled, now.Add(time.Minute)
+		} else if phase == stuckCalled && !now.Before(deadline) {
+			res.addNote("the command could not be stopped")
+			return
+		}
+		wait := time.Until(deadline)
+		if wait < 0 {
+			wait = 0
+		}
+		for _, i := range p.wait(wait, ready) {
+			p.read(i, buf, func(b []byte) { onData(i, b) })
+		}
+	}
+}
+
+// tree finds the processes that belong to one command: those below the
+// roots, those whose environment carries tag, and the children of
+// parent (when not 0) started since the command began (what a shell
+// forks without exec); and everything below those. exclude is never
+// included.
+func (s *Session) tree(roots []int, tag string, parent int, since uint64, exclude ...int) []int {
+	members, err := s.proc.Members()
+	if err != nil {
+		return nil
+	}
+	procs := make([]ProcInfo, 0, len(members))
+	var seeds []int
+	seeds = append(seeds, roots...)
+	for _, pid := range members {
+		pi, ok := ReadProc(pid)
+		if !ok {
+			continue
+		}
+		procs = append(procs, pi)
+		if HasEnv(pid, tag) || (parent != 0 && pi.PPid == parent && pi.Start >= since) {
+			seeds = append(seeds, pid)
+		}
+	}
+	set := make(map[int]bool)
+	for _, pid := range seeds {
+		set[pid] = true
+	}
+	for _, pid := range Descendants(procs, seeds...) {
+		set[pid] = true
+	}
+	for _, pid := range exclude {
+		delete(set, pid)
+	}
+	out := make([]int, 0, len(set))
+	for pid := range set {
+		if pid > 0 {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func signalAll(pids []int, sig unix.Signal) {
+	for _, pid := range pids {
+		unix.Kill(pid, sig)
+	}
+}

@@ -1,0 +1,274 @@
+package rootfs
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tree writes archive entries into a destination directory. Every file system
+// operation goes through an os.Root, so no entry name and no symlink created
+// by an earlier entry can make a write land outside the directory.
+type tree struct {
+	root  *os.Root
+	chown bool // set owners (only when running as root)
+	dirs  []dirMeta
+	buf   []byte
+}
+
+// dirMeta is applied after all entries are written: a directory's mode may
+// forbid writing into it, and writing into it changes its mtime.
+type dirMeta struct {
+	name     string
+	mode     fs.FileMode
+	mtime    time.Time
+	uid, gid int
+}
+
+func openTree(dir string) (*tree, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &tree{root: root, chown: os.Geteuid() == 0, buf: make([]byte, 256<<10)}, nil
+}
+
+func (t *tree) close() error { return t.root.Close() }
+
+// cleanName turns an archive entry name into a name relative to the root.
+// Leading slashes are dropped (absolute names are confined to the root, as
+// tar does); any ".." component is rejected.
+func cleanName(name string) (string, error) {
+	n := strings.TrimLeft(name, "/")
+	for elem := range strings.SplitSeq(n, "/") {
+		if elem == ".." {
+			return "", fmt.Errorf("%w: %q contains ..", ErrUnsafeArchive, name)
+		}
+	}
+	n = path.Clean(n)
+	if n == "" {
+		n = "."
+	}
+	return n, nil
+}
+
+// escapeErr converts os.Root's refusal to follow a path out of the root into
+// ErrUnsafeArchive; other errors pass through.
+func escapeErr(name string, err error) error {
+	if err != nil && strings.Contains(err.Error(), "path escapes from parent") {
+		return fmt.Errorf("%w: %q resolves outside the destination: %w", ErrUnsafeArchive, name, err)
+	}
+	return err
+}
+
+// add writes one entry. r supplies a regular file's contents.
+func (t *tree) add(h *tar.Header, r io.Reader) error {
+	name, err := cleanName(h.Name)
+	if err != nil {
+		return err
+	}
+	if name == "." && h.Typeflag != tar.TypeDir {
+		return fmt.Errorf("%w: %q is not a directory but names the root", ErrUnsafeArchive, h.Name)
+	}
+	switch h.Typeflag {
+	case tar.TypeDir:
+		err = t.dir(name, h)
+	case tar.TypeReg, '\x00', tar.TypeGNUSparse, tar.TypeCont:
+		err = t.file(name, h, r)
+	case tar.TypeSymlink:
+		err = t.symlink(name, h)
+	case tar.TypeLink:
+		err = t.link(name, h)
+	case tar.TypeFifo:
+		err = t.fifo(name, h)
+	default:
+		// Device nodes (the sandbox provides /dev) and unknown types.
+		return nil
+	}
+	return escapeErr(h.Name, err)
+}
+
+// create runs op, first making missing parents or removing whatever is in
+// the way when op reports that.
+func (t *tree) create(name string, op func() error) error {
+	err := op()
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := t.root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return err
+		}
+		err = op()
+	}
+	if errors.Is(err, fs.ErrExist) {
+		if err := t.root.RemoveAll(name); err != nil {
+			return err
+		}
+		err = op()
+	}
+	return err
+}
+
+func (t *tree) dir(name string, h *tar.Header) error {
+	if name != "." {
+		fi, err := t.root.Lstat(name)
+		switch {
+		case err == nil && fi.IsDir():
+		case err == nil:
+			if err := t.root.Remove(name); err != nil {
+				return err
+			}
+			fallthrough
+		default:
+			if err := t.create(name, func() error { return t.root.Mkdir(name, 0o700) }); err != nil {
+				return err
+			}
+		}
+	}
+	t.dirs = append(t.dirs, dirMeta{name: name, mode: modeOf(h), mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
+	return nil
+}
+
+func (t *tree) file(name string, h *tar.Header, r io.Reader) error {
+	var f *os.File
+	err := t.create(name, func() (err error) {
+		f, err = t.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	n, err := io.CopyBuffer(onlyWriter{f}, io.LimitReader(r, h.Size), t.buf)
+	if err == nil && n != h.Size {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil && t.chown {
+		err = f.Chown(h.Uid, h.Gid) // before Chmod: chown clears setuid bits
+	}
+	if err == nil {
+		err = f.Chmod(modeOf(h))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return t.root.Chtimes(name, h.ModTime, h.ModTime)
+}
+
+func (t *tree) symlink(name string, h *tar.Header) error {
+	err := t.create(name, func() error { return t.root.Symlink(h.Linkname, name) })
+	if err != nil {
+		return err
+	}
+	return t.atParent(name, func(dirfd int, base string) error {
+		if t.chown {
+			if err := unix.Fchownat(dirfd, base, h.Uid, h.Gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return &os.PathError{Op: "lchown", Path: name, Err: err}
+			}
+		}
+		return setTimes(dirfd, base, h.ModTime)
+	})
+}
+
+func (t *tree) link(name string, h *tar.Header) error {
+	target, err := cleanName(h.Linkname)
+	if err != nil {
+		return err
+	}
+	if target == name {
+		return nil
+	}
+	return t.create(name, func() error { return t.root.Link(target, name) })
+}
+
+func (t *tree) fifo(name string, h *tar.Header) error {
+	err := t.create(name, func() error {
+		return t.atParent(name, func(dirfd int, base string) error {
+			if err := unix.Mkfifoat(dirfd, base, 0o600); err != nil {
+				return &os.PathError{Op: "mkfifo", Path: name, Err: err}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if t.chown {
+		if err := t.root.Lchown(name, h.Uid, h.Gid); err != nil {
+			return err
+		}
+	}
+	if err := t.root.Chmod(name, modeOf(h)); err != nil {
+		return err
+	}
+	return t.root.Chtimes(name, h.ModTime, h.ModTime)
+}
+
+// atParent calls fn with a descriptor of name's parent directory, opened
+// through the root, and name's last element.
+func (t *tree) atParent(name string, fn func(dirfd int, base string) error) error {
+	d, err := t.root.OpenFile(path.Dir(name), os.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fn(int(d.Fd()), path.Base(name))
+}
+
+func setTimes(dirfd int, base string, mtime time.Time) error {
+	ts := unix.NsecToTimespec(mtime.UnixNano())
+	if err := unix.UtimesNanoAt(dirfd, base, []unix.Timespec{ts, ts}, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "utimensat", Path: base, Err: err}
+	}
+	return nil
+}
+
+// finish applies the directories' owners, modes and mtimes, deepest first.
+func (t *tree) finish() error {
+	dirs := slices.Clone(t.dirs)
+	slices.SortStableFunc(dirs, func(a, b dirMeta) int {
+		return depth(b.name) - depth(a.name)
+	})
+	for _, d := range dirs {
+		if t.chown {
+			if err := t.root.Lchown(d.name, d.uid, d.gid); err != nil {
+				return escapeErr(d.name, err)
+			}
+		}
+		if err := t.root.Chmod(d.name, d.mode); err != nil {
+			return escapeErr(d.name, err)
+		}
+		if err := t.root.Chtimes(d.name, d.mtime, d.mtime); err != nil {
+			return escapeErr(d.name, err)
+		}
+	}
+	return nil
+}
+
+func depth(name string) int {
+	if name == "." {
+		return -1
+	}
+	return strings.Count(name, "/")
+}
+
+// modeOf returns the permission bits of h including setuid, setgid and
+// sticky, in os.FileMode terms.
+func modeOf(h *tar.Header) fs.FileMode {
+	return h.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+}
+
+// onlyWriter hides os.File's ReadFrom so CopyBuffer uses our buffer and the
+// write errors stay distinguishable from read errors.
+type onlyWriter struct{ w io.Writer }
+
+func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
