@@ -3,8 +3,8 @@ package sandbox
 import (
 	"bytes"
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -94,7 +94,7 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 		}
 		return s.tree(roots, "DEN_JOB="+strconv.Itoa(j.id), 0, since, wrapper)
 	}
-	s.collect(ctx, p, res, timeout, j.done, tree, nil, func(i int, b []byte) { capt.write(i+1, b) })
+	s.collect(ctx, p, res, timeout, j.done, tree, 0, func(i int, b []byte) { capt.write(i+1, b) })
 	res.ExitCode = j.status
 	if res.TimedOut || res.Canceled {
 		res.ExitCode = exitCodeFor(res)
@@ -112,12 +112,14 @@ func exitCodeFor(r *Result) int {
 }
 
 // collect reads the poller's FIFOs (calling onData with the FIFO's
-// index) until done is closed (then drains what is left),
-// enforcing the timeout and ctx by killing the process tree tree()
-// returns: SIGTERM, then SIGKILL after the grace time. stuck, when not
-// nil, is called when even SIGKILL did not end the command (a shell
-// busy in a builtin loop): it must make done close.
-func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout time.Duration, done <-chan struct{}, tree func() []int, stuck func(), onData func(i int, b []byte)) {
+// index) until done is closed, then drains what is left. When the
+// timeout passes or ctx ends, it stops the command's process tree (as
+// tree() finds it): SIGTERM, then SIGKILL after the grace time. For a
+// command of the persistent shell, shell is the shell's host pid: the
+// shell is killed at once so that it runs nothing more of the command;
+// it is restarted for the next command with its exported environment
+// and directory.
+func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout time.Duration, done <-chan struct{}, tree func() []int, shell int, onData func(i int, b []byte)) {
 	stopWake := context.AfterFunc(ctx, p.Wake)
 	defer stopWake()
 	buf := make([]byte, 32<<10)
@@ -127,9 +129,9 @@ func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout t
 		running = iota
 		termSent
 		killSent
-		stuckCalled
 	)
 	phase := running
+	var doomed []int
 	drain := func() {
 		for i := range p.fds {
 			p.read(i, buf, func(b []byte) { onData(i, b) })
@@ -139,11 +141,20 @@ func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout t
 		select {
 		case <-done:
 			drain()
+			if phase == termSent {
+				// The command's shell is gone, but what ignored SIGTERM
+				// still gets its grace time, then SIGKILL.
+				for time.Now().Before(deadline) && anyAlive(doomed) {
+					time.Sleep(20 * time.Millisecond)
+				}
+				signalAll(append(s.stillInside(doomed), tree()...), unix.SIGKILL)
+			}
 			return
 		default:
 		}
 		now := time.Now()
-		if phase == running && (ctx.Err() != nil || !now.Before(deadline)) {
+		switch {
+		case phase == running && (ctx.Err() != nil || !now.Before(deadline)):
 			if ctx.Err() != nil {
 				res.Canceled = true
 				res.addNote("command canceled; its process tree was stopped")
@@ -151,19 +162,20 @@ func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout t
 				res.TimedOut = true
 				res.addNote(fmt.Sprintf("command timed out after %v; its process tree was stopped", timeout))
 			}
-			signalAll(tree(), unix.SIGTERM)
-			phase, deadline = termSent, now.Add(s.opts.KillGrace)
-		} else if phase == termSent && !now.Before(deadline) {
-			signalAll(tree(), unix.SIGKILL)
-			phase, deadline = killSent, now.Add(s.opts.KillGrace)
-		} else if phase == killSent && !now.Before(deadline) {
-			if stuck != nil {
-				stuck()
+			// Find the tree while the shell still holds it together,
+			// then end the shell so it runs nothing more.
+			doomed = tree()
+			if shell > 0 {
+				unix.Kill(shell, unix.SIGKILL)
 			}
-			signalAll(tree(), unix.SIGKILL)
-			phase, deadline = stuckCalled, now.Add(time.Minute)
-		} else if phase == stuckCalled && !now.Before(deadline) {
+			signalAll(doomed, unix.SIGTERM)
+			phase, deadline = termSent, now.Add(s.opts.KillGrace)
+		case phase == termSent && !now.Before(deadline):
+			signalAll(append(s.stillInside(doomed), tree()...), unix.SIGKILL)
+			phase, deadline = killSent, now.Add(time.Minute)
+		case phase == killSent && !now.Before(deadline):
 			res.addNote("the command could not be stopped")
+			drain()
 			return
 		}
 		wait := time.Until(deadline)
@@ -216,6 +228,35 @@ func (s *Session) tree(roots []int, tag string, parent int, since uint64, exclud
 		}
 	}
 	return out
+}
+
+// stillInside keeps the pids that are still processes of the sandbox, so
+// that a pid reused by a host process in the meantime is never signalled.
+func (s *Session) stillInside(pids []int) []int {
+	members, err := s.proc.Members()
+	if err != nil {
+		return nil
+	}
+	in := make(map[int]bool, len(members))
+	for _, m := range members {
+		in[m] = true
+	}
+	var out []int
+	for _, pid := range pids {
+		if in[pid] {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func anyAlive(pids []int) bool {
+	for _, pid := range pids {
+		if unix.Kill(pid, 0) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 func signalAll(pids []int, sig unix.Signal) {

@@ -154,12 +154,7 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 	tree := func() []int {
 		return s.tree(nil, "DEN_CMD="+strconv.Itoa(n), sh.pid, since, sh.pid)
 	}
-	stuck := func() {
-		// The shell itself is busy (a builtin loop): end it; it is
-		// restarted with its environment on the next command.
-		unix.Kill(sh.pid, unix.SIGKILL)
-	}
-	s.collect(ctx, sh.poll, res, timeout, done, tree, stuck, func(i int, b []byte) {
+	s.collect(ctx, sh.poll, res, timeout, done, tree, sh.pid, func(i int, b []byte) {
 		if i == 2 {
 			ctlReader(b)
 			return

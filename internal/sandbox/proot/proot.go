@@ -97,8 +97,8 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	if err != nil {
 		return nil, fmt.Errorf("proot: tmp: %w", err)
 	}
-	os.Chmod(tmp, 0o1777)
-	args := []string{"-0", "--kill-on-exit", "-r", spec.Rootfs, "-b", "/proc", "-b", "/dev", "-b", "/sys", "-b", tmp + ":/tmp"}
+	os.Chmod(tmp, os.ModeSticky|0o777)
+	args := []string{"-0", "-r", spec.Rootfs, "-b", "/proc", "-b", "/dev", "-b", "/sys", "-b", tmp + ":/tmp"}
 	if _, err := os.Stat("/etc/resolv.conf"); err == nil {
 		args = append(args, "-b", "/etc/resolv.conf")
 	}

@@ -1,0 +1,185 @@
+// Package sandboxtest is the conformance suite every sandbox backend
+// passes, on a small real rootfs built from the host's static busybox,
+// plus the escape attempts that an isolating backend must stop.
+package sandboxtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/rootfs"
+)
+
+// Need fails the test when a system tool is missing in CI (CI=true) and
+// skips it elsewhere, naming the Debian package that provides it.
+func Need(t testing.TB, tool, pkg string) string {
+	t.Helper()
+	p, err := exec.LookPath(tool)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s not found: install the Debian package %s", tool, pkg)
+	}
+	t.Skipf("%s not found: install the Debian package %s", tool, pkg)
+	return ""
+}
+
+var (
+	rootOnce sync.Once
+	rootDir  string
+	rootErr  error
+)
+
+// Rootfs returns a busybox rootfs provisioned once per test binary
+// (shared by the tests of the binary; they write only below /workspace,
+// /tmp and /root).
+func Rootfs(t testing.TB) string {
+	t.Helper()
+	Need(t, "busybox", "busybox-static")
+	rootOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "den-sandboxtest-")
+		if err != nil {
+			rootErr = err
+			return
+		}
+		rootDir = filepath.Join(dir, "rootfs")
+		_, rootErr = rootfs.Provision(context.Background(), rootDir, rootfs.Source{Kind: rootfs.Busybox}, rootfs.Options{})
+	})
+	if rootErr != nil {
+		t.Fatalf("busybox rootfs: %v", rootErr)
+	}
+	return rootDir
+}
+
+// Env is one test's computer: its host folders and the session.
+type Env struct {
+	Dir       string // host folder holding the session's folders
+	Workspace string // host side of /workspace
+	Offloads  string // host side of /den/offloads
+	Session   *sandbox.Session
+}
+
+// Option changes the session a test starts.
+type Option func(*sandbox.SessionOptions)
+
+// Start starts a session on the busybox rootfs with backend b.
+func Start(t testing.TB, b sandbox.Backend, opts ...Option) *Env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &Env{Dir: dir, Workspace: filepath.Join(dir, "workspace"), Offloads: filepath.Join(dir, "offloads")}
+	for _, d := range []string{e.Workspace, e.Offloads} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := sandbox.SessionOptions{
+		Backend: b,
+		Spec: sandbox.Spec{
+			Rootfs:  Rootfs(t),
+			Network: true,
+			Binds: []sandbox.Bind{
+				{Host: e.Workspace, Guest: sandbox.GuestWorkspace},
+				{Host: e.Offloads, Guest: sandbox.GuestOffloads},
+			},
+		},
+		ControlDir: filepath.Join(dir, "control"),
+		OffloadDir: e.Offloads,
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/root", "LANG=C.UTF-8", "PWD=/workspace"},
+		KillGrace:  300 * time.Millisecond,
+		Timeout:    30 * time.Second,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	s, err := sandbox.Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	e.Session = s
+	t.Cleanup(func() { s.Close() })
+	return e
+}
+
+// Run runs a script in the persistent shell and fails the test on a Go
+// error.
+func (e *Env) Run(t testing.TB, script string, timeout ...time.Duration) *sandbox.Result {
+	t.Helper()
+	c := sandbox.Command{Script: script}
+	if len(timeout) > 0 {
+		c.Timeout = timeout[0]
+	}
+	r, err := e.Session.Run(context.Background(), c)
+	if err != nil {
+		t.Fatalf("run %q: %v", script, err)
+	}
+	return r
+}
+
+// Exec runs a script as a fresh process.
+func (e *Env) Exec(t testing.TB, script string, timeout ...time.Duration) *sandbox.Result {
+	t.Helper()
+	c := sandbox.Command{Script: script}
+	if len(timeout) > 0 {
+		c.Timeout = timeout[0]
+	}
+	r, err := e.Session.Exec(context.Background(), c)
+	if err != nil {
+		t.Fatalf("exec %q: %v", script, err)
+	}
+	return r
+}
+
+// HostProcsWith lists host processes whose command line contains s.
+func HostProcsWith(s string) []int {
+	var out []int
+	for _, pid := range sandbox.AllPids() {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(string(b), s) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// WaitGone polls until no host process has s in its command line, for
+// at most about n polls of 50 ms; it returns what is left.
+func WaitGone(s string, n int) []int {
+	var left []int
+	for range n {
+		left = HostProcsWith(s)
+		// Zombies of killed processes are fine: they no longer run.
+		left = running(left)
+		if len(left) == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return left
+}
+
+func running(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := strings.LastIndex(string(b), ") "); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			continue
+		}
+		out = append(out, pid)
+	}
+	return out
+}
