@@ -1,0 +1,83 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, s string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoad(t *testing.T) {
+	p := write(t, `
+[sandbox]
+backend = "proot"
+
+[agents.notes]
+rootfs = "debian"
+network = "off"
+mounts = ["/tmp:/mnt/tmp:ro"]
+memory = "1.5GiB"
+pids = 100
+`)
+	c, err := Load(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Agent("notes")
+	if c.Sandbox.Backend != "proot" || a.Rootfs != "debian" || a.Network != "off" || len(a.Mounts) != 1 || a.Pids != 100 {
+		t.Errorf("loaded %+v %+v", c.Sandbox, a)
+	}
+	if n, _ := ParseBytes(a.Memory); n != 1536<<20 {
+		t.Errorf("memory %d", n)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	c, err := Load(filepath.Join(t.TempDir(), "none.toml"), false)
+	if err != nil || len(c.Agents) != 0 {
+		t.Errorf("default path missing: %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.toml"), true); err == nil {
+		t.Error("a named missing file must be an error")
+	}
+}
+
+func TestErrorsNameTheLine(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"[sandbox]\nbackend = \n", ":2:"},
+		{"[sandbox]\nbackend = \"docker\"\n", ":2:"},
+		{"[agents.a]\n\nnetwork = \"maybe\"\n", ":3:"},
+		{"[agents.a]\nmemory = \"lots\"\n", ":2:"},
+		{"[agents.a]\ncolour = \"red\"\n", "unknown key"},
+		{"[agents.a]\ncpu_weight = 20000\n", "cpu_weight"},
+	} {
+		p := write(t, c.text)
+		_, err := Load(p, true)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%q: %v (want %q and the path)", c.text, err, c.want)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"1024": 1024, "1K": 1024, "2M": 2 << 20, "3GiB": 3 << 30, "1.5G": 3 << 29, "512MB": 512 << 20} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("%s: %d %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1G", "1Q"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

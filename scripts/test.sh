@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs den's whole test suite: formatting, vet, and every test, against
+# the real sandbox (bubblewrap, proot), real debootstrap and real
+# package installs. Installs what the tests need first (scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh --test
+PATH="/usr/local/go/bin:$HOME/.cache/den/go1.26.8/bin:$PATH"
+export GOTOOLCHAIN=local
+
+unformatted=$(gofmt -l cmd internal)
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -count=1 -timeout 20m ./...
