@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -188,6 +189,7 @@ func startCheck(ctx context.Context, comp *computer.Computer, network bool) sand
 		c.Fix = "see the checks above"
 		return c
 	}
+	defer os.RemoveAll(comp.SessionDir("doctor"))
 	defer s.Close()
 	res, err := s.Run(ctx, sandbox.Command{Script: "id -u", Timeout: 30 * time.Second})
 	if err != nil || res.ExitCode != 0 {

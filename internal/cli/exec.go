@@ -200,6 +200,7 @@ den itself failed). The computer is created on first use.`,
 				Script:    "exec " + sandbox.QuoteArgs(args),
 				Timeout:   f.timeout,
 				NoOffload: true,
+				RawOutput: true,
 				OnOutput: func(stream, text string) {
 					outMu.Lock()
 					defer outMu.Unlock()

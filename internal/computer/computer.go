@@ -73,6 +73,10 @@ func New(dataDir string, backend sandbox.Backend) (*Manager, error) {
 	}
 	m := &Manager{dataDir: abs, backend: backend}
 	m.cgroups, m.cgErr = cgroup.New("den")
+	if m.cgroups != nil {
+		// Groups of sessions whose den was killed (SESSION.PID.RANDOM).
+		m.cgroups.Sweep(func(name string) bool { return !ownerAlive(name) })
+	}
 	m.RootfsOptions.CacheDir = filepath.Join(abs, "cache")
 	return m, nil
 }
@@ -392,6 +396,20 @@ func removeAll(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// ownerAlive reports whether the den process named in a session's
+// group or control folder name (…SESSION.PID.RANDOM) is alive.
+func ownerAlive(name string) bool {
+	f := strings.Split(name, ".")
+	if len(f) < 3 {
+		return true
+	}
+	pid, err := strconv.Atoi(f[len(f)-2])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	return pid == os.Getpid() || unix.Kill(pid, 0) == nil
+}
+
 // running lists the sessions of this computer that have a control
 // folder whose den process is alive (AGENT.SESSION.PID.RANDOM); control
 // folders left by a den that was killed are removed.
@@ -404,8 +422,7 @@ func (c *Computer) running() []string {
 		if len(f) != 4 || f[0] != c.agent {
 			continue
 		}
-		pid, _ := strconv.Atoi(f[2])
-		if pid > 0 && (pid == os.Getpid() || unix.Kill(pid, 0) == nil) {
+		if ownerAlive(e.Name()) {
 			out = append(out, f[1])
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/bwrap"
+	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
@@ -225,5 +227,36 @@ func TestDebianAptPersists(t *testing.T) {
 	r = run(t, s, "dpkg -s sl | grep Status; test -x /usr/games/sl && echo present; id -u")
 	if !strings.Contains(r.Output, "install ok installed") || !strings.Contains(r.Output, "present") {
 		t.Errorf("package gone after restart: %q", r.Output)
+	}
+}
+
+func TestStaleCgroupSwept(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs a writable cgroup hierarchy (root)")
+	}
+	cg, err := cgroup.New("den")
+	if err != nil {
+		t.Skipf("no cgroups: %v", err)
+	}
+	// What a den killed with SIGKILL leaves: pid 999999999 never runs.
+	g, err := cg.Create("agent-sweep/s.999999999.dead", cgroup.Limits{Pids: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := cg.Create("agent-sweep/s."+strconv.Itoa(os.Getpid())+".live", cgroup.Limits{Pids: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Remove()
+	newManager(t)
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale group kept: %s", d)
+		}
+	}
+	for _, d := range live.Dirs() {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("live group removed: %s", d)
+		}
 	}
 }

@@ -120,23 +120,58 @@ func Load(path string, named bool) (*Config, error) {
 	return c, nil
 }
 
-// lineOf finds the line where key's last part is set, best effort.
+// lineOf finds the line where key is set (or, failing that, its
+// table's header), by following table headers and key lines; 0 when it
+// cannot tell.
 func lineOf(data []byte, key toml.Key) int {
-	last := key[len(key)-1]
-	for i, line := range strings.Split(string(data), "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, last) || strings.Contains(t, "."+last) || strings.HasPrefix(t, `"`+last) {
+	want := strings.Join(key, ".")
+	table := ""
+	best := 0
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			end := strings.LastIndex(line, "]")
+			if end < 0 {
+				continue
+			}
+			table = normKey(strings.Trim(line[:end+1], "[]"))
+			if table == want || strings.HasPrefix(want, table+".") && best == 0 {
+				best = i + 1
+			}
+			continue
+		}
+		eq := strings.Index(line, "=")
+		if eq < 0 {
+			continue
+		}
+		full := normKey(line[:eq])
+		if table != "" {
+			full = table + "." + full
+		}
+		if full == want {
 			return i + 1
 		}
 	}
-	return 0
+	return best
+}
+
+// normKey turns a written key ("a . b", "agents.\"x\"") into a.b form.
+func normKey(s string) string {
+	parts := strings.Split(s, ".")
+	for i, p := range parts {
+		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
+	}
+	return strings.Join(parts, ".")
 }
 
 func (c *Config) validate(data []byte) error {
 	switch c.Sandbox.Backend {
 	case "", "bwrap", "proot":
 	default:
-		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"backend"}), c.Sandbox.Backend)
+		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"sandbox", "backend"}), c.Sandbox.Backend)
 	}
 	for name, a := range c.Agents {
 		at := func(k string) string {

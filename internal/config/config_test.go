@@ -60,6 +60,9 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"[agents.a]\nmemory = \"lots\"\n", ":2:"},
 		{"[agents.a]\ncolour = \"red\"\n", "unknown key"},
 		{"[agents.a]\ncpu_weight = 20000\n", "cpu_weight"},
+		{"[rootfs]\nalpine_mirror = \"x\"\nalpine = \"3.21\"\n", ":3: unknown key rootfs.alpine"},
+		{"# den\n[sandbx]\nbackend = \"bwrap\"\n", ":2: unknown key sandbx"},
+		{"[agents.default]\nnetwork = \"off\"\n\n[agents.other]\nnetwork = \"maybe\"\n", ":5: agents.other.network"},
 	} {
 		p := write(t, c.text)
 		_, err := Load(p, true)

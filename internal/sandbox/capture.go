@@ -21,12 +21,16 @@ type capture struct {
 	combined, stdout, stderr *output.Capture
 	outC, errC               *output.Cleaner
 	spillName                string // guest path, once a spill file exists
+	raw                      func(stream, text string)
 }
 
 var offloadSeq atomic.Uint64
 
-func newCapture(limit int, offloadHost string, onOutput func(stream, text string)) *capture {
+func newCapture(limit int, offloadHost string, onOutput func(stream, text string), raw bool) *capture {
 	c := &capture{}
+	if raw {
+		c.raw, onOutput = onOutput, nil
+	}
 	spill := func() (io.WriteCloser, error) {
 		if offloadHost == "" {
 			return nil, fmt.Errorf("no offload folder")
@@ -63,6 +67,9 @@ func (w streamWriter) Write(p []byte) (int, error) {
 }
 
 func (c *capture) write(stream int, p []byte) {
+	if c.raw != nil {
+		c.raw(streamNames[stream], string(p))
+	}
 	if stream == 1 {
 		c.outC.Write(p)
 	} else {
@@ -71,6 +78,8 @@ func (c *capture) write(stream int, p []byte) {
 }
 
 // finish flushes the cleaners and fills the output fields of r.
+var streamNames = [3]string{"", "stdout", "stderr"}
+
 func (c *capture) finish(r *Result) {
 	c.outC.Close()
 	c.errC.Close()

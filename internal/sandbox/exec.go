@@ -83,7 +83,7 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 	if err := s.request("job", j.id); err != nil {
 		return nil, err
 	}
-	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput)
+	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput)
 	res := &Result{}
 	tree := func() []int {
 		<-j.started

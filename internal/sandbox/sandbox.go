@@ -174,11 +174,11 @@ var reservedGuestPaths = []string{
 
 // Check is one finding of a readiness check, as printed by den doctor.
 type Check struct {
-	Name   string // what was checked, e.g. "bwrap version"
-	OK     bool
-	Detail string // what was found
-	Fix    string // what to do when not OK
-	Fatal  bool   // den cannot run commands while this fails
+	Name   string `json:"name"` // what was checked, e.g. "bwrap version"
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`          // what was found
+	Fix    string `json:"fix,omitempty"`   // what to do when not OK
+	Fatal  bool   `json:"fatal,omitempty"` // den cannot run commands while this fails
 }
 
 // Command is one command to run in a computer.
@@ -198,6 +198,10 @@ type Command struct {
 	// NoOffload keeps a capped output from being saved to the offload
 	// folder (for callers that stream it elsewhere through OnOutput).
 	NoOffload bool
+	// RawOutput makes OnOutput receive the bytes exactly as the command
+	// wrote them (den exec passes them through); the Result's text is
+	// cleaned all the same.
+	RawOutput bool
 }
 
 // Result is what a command left behind.

@@ -118,7 +118,7 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 
 	start := time.Now()
 	since := bootTicks()
-	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput)
+	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput)
 	if _, err := sh.in.WriteString(line); err != nil {
 		// The shell is gone; start again once.
 		sh.close()

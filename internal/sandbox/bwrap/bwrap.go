@@ -55,7 +55,7 @@ func New(path string) (*Backend, error) {
 	}
 	v, err := Version(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %v: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or fix [sandbox] bwrap in the config", sandbox.ErrUnavailable, err)
 	}
 	if versionLess(v, MinVersion) {
 		return nil, fmt.Errorf("%w: bwrap %s is older than %s: upgrade bubblewrap", sandbox.ErrUnavailable, v, MinVersion)
@@ -233,13 +233,24 @@ func (b *Backend) setup(child int, spec *sandbox.Spec) error {
 		// RLIMIT_NPROC, counted per user namespace; root is exempt
 		// from it, and relies on the control group.
 		if spec.Limits.Pids > 0 {
-			lim := unix.Rlimit{Cur: uint64(spec.Limits.Pids), Max: uint64(spec.Limits.Pids)}
-			if err := unix.Prlimit(child, unix.RLIMIT_NPROC, &lim, nil); err != nil {
+			if err := limitProcs(child, uint64(spec.Limits.Pids)); err != nil {
 				return fmt.Errorf("bwrap: process limit: %w", err)
 			}
 		}
 	}
 	return nil
+}
+
+// limitProcs sets pid's RLIMIT_NPROC to n, or to its hard limit when
+// that is lower: an ordinary user cannot raise a hard limit, and a
+// tighter bound than asked for is still a bound.
+func limitProcs(pid int, n uint64) error {
+	var cur unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, nil, &cur); err != nil {
+		return err
+	}
+	n = min(n, cur.Max)
+	return unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
 }
 
 func readInfo(r io.Reader) (int, error) {
