@@ -9,6 +9,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"den.dev/den/internal/computer"
 )
 
 func computerCmd(g *globals) *cobra.Command {
@@ -61,13 +63,9 @@ put back into the new computer. The agent's memory, skills, shared and
 session folders are not touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, _, err := g.manager()
+			_, comp, err := g.computer(agent)
 			if err != nil {
 				return err
-			}
-			comp, err := m.Computer(agent)
-			if err != nil {
-				return usageError{err}
 			}
 			if err := comp.Reset(keepHome); err != nil {
 				return err
@@ -88,13 +86,9 @@ func computerExport(g *globals) *cobra.Command {
 		Short: "Write an agent's computer as a tar archive",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, _, err := g.manager()
+			_, comp, err := g.computer(agent)
 			if err != nil {
 				return err
-			}
-			comp, err := m.Computer(agent)
-			if err != nil {
-				return usageError{err}
 			}
 			var w io.Writer = g.stdout
 			var f *os.File
@@ -140,13 +134,9 @@ func computerImport(g *globals) *cobra.Command {
 		Short: "Create an agent's computer from a tar archive",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			m, _, err := g.manager()
+			m, comp, err := g.computer(agent)
 			if err != nil {
 				return err
-			}
-			comp, err := m.Computer(agent)
-			if err != nil {
-				return usageError{err}
 			}
 			m.RootfsOptions.Progress = progressPrinter(g.stderr)
 			abs, err := filepath.Abs(args[0])
@@ -163,4 +153,17 @@ func computerImport(g *globals) *cobra.Command {
 	}
 	c.Flags().StringVar(&agent, "agent", "default", "agent whose computer to create")
 	return c
+}
+
+// computer returns the manager and the named agent's computer.
+func (g *globals) computer(agent string) (*computer.Manager, *computer.Computer, error) {
+	m, _, err := g.manager()
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := m.Computer(agent)
+	if err != nil {
+		return nil, nil, usageError{err}
+	}
+	return m, c, nil
 }

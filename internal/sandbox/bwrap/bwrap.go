@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -306,14 +307,24 @@ func (p *process) HostPid(inner int) (int, bool) {
 }
 
 // Kill ends pid 1 of the sandbox's pid namespace, which makes the kernel
-// end every other process in it, and bwrap itself.
+// end every other process in it; bwrap then reaps it and exits by itself
+// (killing bwrap first would leave its child to the host's init as a
+// zombie). A bwrap that does not exit within a few seconds is killed.
 func (p *process) Kill() error {
 	p.once.Do(func() {
 		if p.child > 0 {
 			unix.Kill(p.child, unix.SIGKILL)
+		} else {
+			unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
 		}
-		unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
-		p.cmd.Process.Kill()
+		go func() {
+			select {
+			case <-p.waited:
+			case <-time.After(3 * time.Second):
+				unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
+				p.cmd.Process.Kill()
+			}
+		}()
 	})
 	return nil
 }

@@ -5,6 +5,7 @@ package sandboxtest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,20 +40,25 @@ var (
 	rootErr  error
 )
 
-// Rootfs returns a busybox rootfs provisioned once per test binary
-// (shared by the tests of the binary; they write only below /workspace,
-// /tmp and /root).
+// Rootfs returns a busybox rootfs, provisioned once per user and
+// machine under the temp dir and shared by the test binaries (they write
+// only below /workspace, /tmp and /root). Provisioning is atomic, so
+// test binaries running at once agree on one tree.
 func Rootfs(t testing.TB) string {
 	t.Helper()
 	Need(t, "busybox", "busybox-static")
 	rootOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "den-sandboxtest-")
-		if err != nil {
-			rootErr = err
+		rootDir = filepath.Join(os.TempDir(), "den-sandboxtest-"+strconv.Itoa(os.Getuid()), "rootfs")
+		if _, err := os.Stat(filepath.Join(rootDir, "bin", "busybox")); err == nil {
 			return
 		}
-		rootDir = filepath.Join(dir, "rootfs")
+		if rootErr = os.MkdirAll(filepath.Dir(rootDir), 0o755); rootErr != nil {
+			return
+		}
 		_, rootErr = rootfs.Provision(context.Background(), rootDir, rootfs.Source{Kind: rootfs.Busybox}, rootfs.Options{})
+		if errors.Is(rootErr, rootfs.ErrExists) {
+			rootErr = nil
+		}
 	})
 	if rootErr != nil {
 		t.Fatalf("busybox rootfs: %v", rootErr)
