@@ -3,6 +3,7 @@ package computer
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -48,10 +49,12 @@ func ValidName(kind, s string) error {
 //	DATA/agents/AGENT/rootfs/         the computer's root filesystem
 //	DATA/agents/AGENT/{memory,skills,shared}/
 //	DATA/agents/AGENT/sessions/ID/{workspace,attachments,offloads,browser}/
-//	DATA/run/                         control folders of running sessions
+//	/run/den/HASH/ (or $XDG_RUNTIME_DIR/den/HASH/, else DATA/run/)
+//	                                  control folders of running sessions
 //	DATA/cache/                       downloads and bootstrapped bases
 type Manager struct {
 	dataDir string
+	runDir  string // control folders of running sessions, on tmpfs when possible
 	backend sandbox.Backend
 	cgroups *cgroup.Manager // nil when resource limits are unavailable
 	cgErr   error
@@ -71,7 +74,10 @@ func New(dataDir string, backend sandbox.Backend) (*Manager, error) {
 			return nil, fmt.Errorf("computer: data dir: %w", err)
 		}
 	}
-	m := &Manager{dataDir: abs, backend: backend}
+	m := &Manager{dataDir: abs, backend: backend, runDir: runDir(abs)}
+	if err := os.MkdirAll(m.runDir, 0o700); err != nil {
+		return nil, fmt.Errorf("computer: run dir: %w", err)
+	}
 	m.cgroups, m.cgErr = cgroup.New("den")
 	if m.cgroups != nil {
 		// Groups of sessions whose den was killed (SESSION.PID.RANDOM).
@@ -81,8 +87,32 @@ func New(dataDir string, backend sandbox.Backend) (*Manager, error) {
 	return m, nil
 }
 
+// runDir picks where control folders live: on a tmpfs when there is
+// one (/run as root, $XDG_RUNTIME_DIR otherwise), since every command
+// writes there; else in the data dir. A hash of the data dir keeps two
+// data dirs apart.
+func runDir(dataDir string) string {
+	sum := sha256.Sum256([]byte(dataDir))
+	tag := hex.EncodeToString(sum[:4])
+	var base string
+	if os.Getuid() == 0 {
+		base = "/run/den"
+	} else if x := os.Getenv("XDG_RUNTIME_DIR"); x != "" {
+		base = filepath.Join(x, "den")
+	}
+	if base != "" {
+		if err := os.MkdirAll(base, 0o700); err == nil && unix.Access(base, unix.W_OK) == nil {
+			return filepath.Join(base, tag)
+		}
+	}
+	return filepath.Join(dataDir, "run")
+}
+
 // DataDir is the manager's data dir.
 func (m *Manager) DataDir() string { return m.dataDir }
+
+// RunDir is where the control folders of running sessions are.
+func (m *Manager) RunDir() string { return m.runDir }
 
 // Backend is the sandbox backend in use.
 func (m *Manager) Backend() sandbox.Backend { return m.backend }
@@ -260,7 +290,7 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		spec.Cgroup = g
 	}
 	env := append(BaseEnv(session), o.Env...)
-	ctl := filepath.Join(c.m.dataDir, "run", c.agent+"."+session+"."+suffix)
+	ctl := filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix)
 	ss, err := sandbox.Start(ctx, sandbox.SessionOptions{
 		Backend:    c.m.backend,
 		Spec:       spec,
@@ -414,7 +444,7 @@ func ownerAlive(name string) bool {
 // folder whose den process is alive (AGENT.SESSION.PID.RANDOM); control
 // folders left by a den that was killed are removed.
 func (c *Computer) running() []string {
-	dir := filepath.Join(c.m.dataDir, "run")
+	dir := c.m.runDir
 	ents, _ := os.ReadDir(dir)
 	var out []string
 	for _, e := range ents {

@@ -148,7 +148,7 @@ func TestStaleControlFolderDoesNotBlockReset(t *testing.T) {
 	c := busyboxComputer(t, m, "carol")
 	// A den that was killed leaves its control folder behind; pid 1 is
 	// never a den of ours... but it is alive, so use a pid that is not.
-	stale := filepath.Join(m.DataDir(), "run", "carol.x.999999999.deadbeef")
+	stale := filepath.Join(m.RunDir(), "carol.x.999999999.deadbeef")
 	if err := os.MkdirAll(stale, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 	if !strings.HasSuffix(cmd.Script, "\n") {
 		script.WriteString("\n")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "script"), []byte(script.String()), 0o644); err != nil {
+	if err := writeFile(filepath.Join(dir, "script"), script.String()); err != nil {
 		return nil, fmt.Errorf("sandbox: write script: %w", err)
 	}
 	stop := make(chan struct{})
@@ -94,7 +93,15 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 		}
 		return s.tree(roots, "DEN_JOB="+strconv.Itoa(j.id), 0, since, wrapper)
 	}
-	s.collect(ctx, p, res, timeout, j.done, tree, 0, func(i int, b []byte) { capt.write(i+1, b) })
+	done := func() bool {
+		select {
+		case <-j.done:
+			return true
+		default:
+			return false
+		}
+	}
+	s.collect(ctx, p, res, timeout, done, tree, 0, func(i int, b []byte) { capt.write(i+1, b) })
 	res.ExitCode = j.status
 	if res.TimedOut || res.Canceled {
 		res.ExitCode = exitCodeFor(res)
@@ -119,7 +126,7 @@ func exitCodeFor(r *Result) int {
 // shell is killed at once so that it runs nothing more of the command;
 // it is restarted for the next command with its exported environment
 // and directory.
-func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout time.Duration, done <-chan struct{}, tree func() []int, shell int, onData func(i int, b []byte)) {
+func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout time.Duration, done func() bool, tree func() []int, shell int, onData func(i int, b []byte)) {
 	stopWake := context.AfterFunc(ctx, p.Wake)
 	defer stopWake()
 	buf := make([]byte, 32<<10)
@@ -138,8 +145,7 @@ func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout t
 		}
 	}
 	for {
-		select {
-		case <-done:
+		if done() {
 			drain()
 			if phase == termSent {
 				// The command's shell is gone, but what ignored SIGTERM
@@ -150,7 +156,6 @@ func (s *Session) collect(ctx context.Context, p *poller, res *Result, timeout t
 				signalAll(append(s.stillInside(doomed), tree()...), unix.SIGKILL)
 			}
 			return
-		default:
 		}
 		now := time.Now()
 		switch {
@@ -263,4 +268,22 @@ func signalAll(pids []int, sig unix.Signal) {
 	for _, pid := range pids {
 		unix.Kill(pid, sig)
 	}
+}
+
+// writeFile writes a control file with plain system calls (os.WriteFile
+// would also try, in vain, to register the file with Go's poller).
+func writeFile(path, data string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	for len(data) > 0 {
+		n, err := unix.Write(fd, []byte(data))
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		data = data[n:]
+	}
+	return unix.Close(fd)
 }

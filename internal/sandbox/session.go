@@ -106,9 +106,6 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if err := os.MkdirAll(filepath.Join(opts.ControlDir, "jobs"), 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: control folder: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(opts.ControlDir, "init.sh"), []byte(supervisorScript), 0o644); err != nil {
-		return nil, fmt.Errorf("sandbox: control folder: %w", err)
-	}
 	spec := opts.Spec
 	spec.Binds = append(append([]Bind(nil), spec.Binds...), Bind{Host: opts.ControlDir, Guest: GuestRun, ReadOnly: true})
 
@@ -123,7 +120,7 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 		return nil, fmt.Errorf("sandbox: pipe: %w", err)
 	}
 	cmd := &Cmd{
-		Args:   []string{"/bin/sh", GuestRun + "/init.sh"},
+		Args:   []string{"/bin/sh", "-c", supervisorScript, "den-supervisor"},
 		Env:    opts.Env,
 		Dir:    GuestWorkspace,
 		Stdin:  inR,
@@ -223,6 +220,11 @@ func (s *Session) readSupervisor() {
 	s.mu.Lock()
 	s.closed = true
 	for _, j := range s.jobs {
+		select {
+		case <-j.started:
+		default:
+			close(j.started)
+		}
 		select {
 		case <-j.done:
 		default:

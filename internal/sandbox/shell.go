@@ -95,11 +95,11 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 	if !strings.HasSuffix(script, "\n") {
 		script += "\n"
 	}
-	cpath := filepath.Join(sh.dir, "c"+strconv.Itoa(n))
-	if err := os.WriteFile(cpath, []byte(script), 0o644); err != nil {
+	// One command file per shell, rewritten for each command: the shell
+	// has read all of the previous one before it reported its end.
+	if err := writeFile(filepath.Join(sh.dir, "c"), script); err != nil {
 		return nil, fmt.Errorf("sandbox: write command: %w", err)
 	}
-	defer os.Remove(cpath)
 	guest := GuestRun + "/jobs/" + strconv.Itoa(sh.job.id)
 	in := "/dev/null"
 	stop := make(chan struct{})
@@ -112,9 +112,9 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 		defer os.Remove(ipath)
 		in = guest + "/i" + strconv.Itoa(n)
 	}
-	line := fmt.Sprintf("DEN_CMD=%d; export DEN_CMD; . %s/c%d <%s; __den_rc=$?; "+
+	line := fmt.Sprintf("DEN_CMD=%d; export DEN_CMD; . %s/c <%s; __den_rc=$?; "+
 		"{ export -p; printf '\\n__den_pwd=%%s\\n__den_end_%s %%s\\n' \"$PWD\" \"$__den_rc\"; } >&8\n",
-		n, guest, n, in, sh.nonce)
+		n, guest, in, sh.nonce)
 
 	start := time.Now()
 	since := bootTicks()
@@ -125,7 +125,6 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 		s.shell = nil
 		return nil, fmt.Errorf("sandbox: shell: %w", err)
 	}
-	finished := make(chan struct{})
 	status := -1
 	var ended bool
 	ctlReader := func(b []byte) {
@@ -134,23 +133,20 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 			s.mu.Lock()
 			s.lastState = st
 			s.mu.Unlock()
-			status = code
-			ended = true
-			close(finished)
+			status, ended = code, true
 		}
 	}
-	// Wake the collector when the shell's job ends, too.
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-finished:
-		case <-sh.job.done:
-		case <-stop:
-			return
+	done := func() bool {
+		if ended {
+			return true
 		}
-		close(done)
-		sh.poll.Wake()
-	}()
+		select {
+		case <-sh.job.done:
+			return true
+		default:
+			return false
+		}
+	}
 	tree := func() []int {
 		return s.tree(nil, "DEN_CMD="+strconv.Itoa(n), sh.pid, since, sh.pid)
 	}

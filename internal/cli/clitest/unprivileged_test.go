@@ -3,20 +3,14 @@ package clitest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,10 +19,6 @@ import (
 	"den.dev/den/internal/cli"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
-
-// unprivEnv is set in everything run as the throwaway user, so that no
-// such run ever makes users itself.
-const unprivEnv = "DEN_TEST_UNPRIVILEGED"
 
 // TestUnprivileged runs den as an ordinary user, which is how most
 // users run it: den maps that user to root in the sandbox, bounds the
@@ -42,13 +32,13 @@ func TestUnprivileged(t *testing.T) {
 	// The user is root in its computer.
 	r := u.den(t, "exec", "--rootfs", "busybox", "--", "id", "-u")
 	if r.Code != 0 || r.Stdout != "0\n" {
-		t.Fatalf("den exec --rootfs busybox -- id -u as %s: want \"0\" and exit 0, got %v", u.name, r)
+		t.Fatalf("den exec --rootfs busybox -- id -u as %s: want \"0\" and exit 0, got %v", u.Name, r)
 	}
 
 	t.Run("Doctor", func(t *testing.T) {
 		r := u.den(t, "doctor")
 		if r.Code != 0 || strings.Contains(r.Stdout, "FAIL") {
-			t.Errorf("den doctor as %s: want exit 0 and no FAIL, got %v", u.name, r)
+			t.Errorf("den doctor as %s: want exit 0 and no FAIL, got %v", u.Name, r)
 		}
 		r = u.den(t, "doctor", "--json")
 		var rep struct {
@@ -63,7 +53,7 @@ func TestUnprivileged(t *testing.T) {
 			t.Fatalf("den doctor --json: %v\n%v", err, r)
 		}
 		if r.Code != 0 || !rep.OK || rep.Tier != "namespaces" {
-			t.Errorf("den doctor --json as %s: want exit 0, ok and tier namespaces, got %+v\n%v", u.name, rep, r)
+			t.Errorf("den doctor --json as %s: want exit 0, ok and tier namespaces, got %+v\n%v", u.Name, rep, r)
 		}
 		found := map[string]bool{}
 		for _, c := range rep.Checks {
@@ -75,17 +65,17 @@ func TestUnprivileged(t *testing.T) {
 				// are unavailable. That is a warning, not a failure, and
 				// doctor must say so.
 				if c.OK || c.Fatal || c.Detail == "" || !strings.Contains(c.Fix, "RLIMIT_NPROC") {
-					t.Errorf("cgroups as %s, which has none delegated: want a non-fatal warning that says why and names RLIMIT_NPROC, got %+v", u.name, c)
+					t.Errorf("cgroups as %s, which has none delegated: want a non-fatal warning that says why and names RLIMIT_NPROC, got %+v", u.Name, c)
 				}
 			case "computer start":
 				if !c.OK || !strings.Contains(c.Detail, "uid 0") {
-					t.Errorf("computer start as %s: want a start as uid 0, got %+v", u.name, c)
+					t.Errorf("computer start as %s: want a start as uid 0, got %+v", u.Name, c)
 				}
 			}
 		}
 		for _, name := range []string{"resource limits (cgroups)", "computer start"} {
 			if !found[name] {
-				t.Errorf("den doctor --json as %s has no %q check:\n%s", u.name, name, r.Stdout)
+				t.Errorf("den doctor --json as %s has no %q check:\n%s", u.Name, name, r.Stdout)
 			}
 		}
 	})
@@ -121,7 +111,7 @@ func testUnprivForkBomb(t *testing.T, u *unprivUser) {
 	// useradd may reuse the uid of a deleted user whose zombies a
 	// non-reaping init still holds: those are not counted.
 	before := map[int]bool{}
-	for _, pid := range unprivProcs(u.uid) {
+	for _, pid := range u.Procs() {
 		before[pid] = true
 	}
 	stop := make(chan struct{})
@@ -130,7 +120,7 @@ func testUnprivForkBomb(t *testing.T, u *unprivUser) {
 	wg.Go(func() {
 		for {
 			n := 0
-			for _, pid := range unprivProcs(u.uid) {
+			for _, pid := range u.Procs() {
 				if !before[pid] {
 					n++
 				}
@@ -158,36 +148,33 @@ func testUnprivForkBomb(t *testing.T, u *unprivUser) {
 	}
 	// den and bwrap's parent run outside the sandbox, beyond its limit.
 	if peak > cli.DefaultPids+16 {
-		t.Errorf("fork bomb as %s: %d processes at once, above the sandbox's limit of %d", u.name, peak, cli.DefaultPids)
+		t.Errorf("fork bomb as %s: %d processes at once, above the sandbox's limit of %d", u.Name, peak, cli.DefaultPids)
 	}
-	t.Logf("fork bomb as %s: at most %d processes seen", u.name, peak)
+	t.Logf("fork bomb as %s: at most %d processes seen", u.Name, peak)
 
 	if err := exec.Command("true").Run(); err != nil {
 		t.Errorf("the test cannot fork after the fork bomb: %v", err)
 	}
 	if r := u.run(t, "true"); r.Code != 0 {
-		t.Errorf("%s cannot fork after the fork bomb: %v", u.name, r)
+		t.Errorf("%s cannot fork after the fork bomb: %v", u.Name, r)
 	}
 	var left []int
 	for range MaxPolls {
-		if left = unprivRunning(u.uid); len(left) == 0 {
+		if left = u.Running(); len(left) == 0 {
 			break
 		}
 		time.Sleep(PollInterval)
 	}
 	if len(left) > 0 {
-		t.Errorf("after the fork bomb, %d processes of %s still run: %v", len(left), u.name, left[:min(len(left), 20)])
+		t.Errorf("after the fork bomb, %d processes of %s still run: %v", len(left), u.Name, left[:min(len(left), 20)])
 	}
 }
 
-// unprivUser is a throwaway system user, with folders under one
-// temporary folder the test removes: dir holds den, readable by the
-// user; home (HOME, holding DEN_HOME) and tmp (TMPDIR) are its own.
+// unprivUser is a throwaway system user with den copied into its Dir,
+// where it can run it; its DEN_HOME is in its Home.
 type unprivUser struct {
-	name      string
-	uid, gid  int
-	dir, bin  string
-	home, tmp string
+	*sandboxtest.User
+	bin string
 }
 
 // newUnprivUser makes a throwaway user and copies den where it can run
@@ -196,75 +183,10 @@ type unprivUser struct {
 // deletes it and removes its folders.
 func newUnprivUser(t *testing.T) *unprivUser {
 	t.Helper()
-	if os.Getenv(unprivEnv) != "" {
-		t.Skipf("%s is set: this run already is the throwaway user's", unprivEnv)
-	}
-	if os.Getuid() != 0 {
-		t.Skipf("the unprivileged tests make a throwaway user, which needs root (this is uid %d); run them as root", os.Getuid())
-	}
+	su := sandboxtest.NewUser(t)
 	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")
-	useradd := unprivNeedSbin(t, "useradd", "passwd")
-	userdel := unprivNeedSbin(t, "userdel", "passwd")
-
-	dir, err := os.MkdirTemp("", "den-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		makeWritable(dir)
-		os.RemoveAll(dir)
-	})
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o001 == 0 {
-			t.Fatalf("%s is not searchable by other users, so the throwaway user cannot reach %s: set TMPDIR to a folder it can reach", p, dir)
-		}
-		if p == "/" {
-			break
-		}
-	}
-	b := make([]byte, 4)
-	rand.Read(b)
-	u := &unprivUser{name: "den-test-" + hex.EncodeToString(b), uid: -1, dir: dir, bin: filepath.Join(dir, "den"),
-		home: filepath.Join(dir, "home"), tmp: filepath.Join(dir, "home", "tmp")}
-	if err := unprivCopy(denBin, u.bin); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", u.name).CombinedOutput(); err != nil {
-		t.Fatalf("useradd %s: %v: %s", u.name, err, out)
-	}
-	// Runs before the folder is removed (cleanups run last first).
-	t.Cleanup(func() {
-		if u.uid > 0 {
-			if left := unprivKill(u.uid); len(left) > 0 {
-				t.Errorf("processes of %s (uid %d) survive SIGKILL: %v", u.name, u.uid, left)
-			}
-		}
-		if out, err := exec.Command(userdel, u.name).CombinedOutput(); err != nil {
-			t.Errorf("userdel %s: %v: %s", u.name, err, out)
-		}
-	})
-	pw, err := user.Lookup(u.name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.uid, _ = strconv.Atoi(pw.Uid)
-	u.gid, _ = strconv.Atoi(pw.Gid)
-	if u.uid <= 0 {
-		t.Fatalf("useradd made %s with uid %q", u.name, pw.Uid)
-	}
-	for _, d := range []string{u.home, u.tmp} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(d, u.uid, u.gid); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return u
+	return &unprivUser{User: su, bin: su.Install(t, denBin, "den")}
 }
 
 // den runs den with args as the user.
@@ -274,26 +196,17 @@ func (u *unprivUser) den(t *testing.T, args ...string) Result {
 }
 
 // run runs name with args as the user, with standard input /dev/null
-// and only the environment set here, and fails the test if it runs
-// longer than RunBound.
+// and only the environment set here and by sandboxtest.User.Command,
+// and fails the test if it runs longer than RunBound.
 func (u *unprivUser) run(t *testing.T, name string, args ...string) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), RunBound)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = u.home
-	cmd.Env = []string{
-		"HOME=" + u.home, "TMPDIR=" + u.tmp, "PATH=" + os.Getenv("PATH"), "CI=" + os.Getenv("CI"),
-		"DEN_HOME=" + filepath.Join(u.home, "den"), "XDG_CONFIG_HOME=" + filepath.Join(u.home, "config"),
-		unprivEnv + "=1",
-	}
-	// No supplementary groups: the user's own gid only.
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{}},
-	}
+	cmd := u.Command(ctx, name, args...)
+	cmd.Env = append(cmd.Env,
+		"DEN_HOME="+filepath.Join(u.Home, "den"), "XDG_CONFIG_HOME="+filepath.Join(u.Home, "config"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	r := Result{Stdout: stdout.String(), Stderr: stderr.String(), Code: -1}
 	if cmd.ProcessState != nil {
@@ -302,100 +215,13 @@ func (u *unprivUser) run(t *testing.T, name string, args ...string) Result {
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("%s %s as %s: still running after %v, killed\n%v", name, quote(args), u.name, RunBound, r)
+		t.Fatalf("%s %s as %s: still running after %v, killed\n%v", name, quote(args), u.Name, RunBound, r)
 	case errors.Is(err, exec.ErrWaitDelay):
-		t.Fatalf("%s %s as %s: exited but left a process holding its output open\n%v", name, quote(args), u.name, r)
+		t.Fatalf("%s %s as %s: exited but left a process holding its output open\n%v", name, quote(args), u.Name, r)
 	case err != nil && !errors.As(err, &exit):
-		t.Fatalf("%s %s as %s: %v", name, quote(args), u.name, err)
+		t.Fatalf("%s %s as %s: %v", name, quote(args), u.Name, err)
 	}
 	return r
-}
-
-// unprivNeedSbin is sandboxtest.Need for tools that live in sbin, which
-// a root shell's PATH may lack.
-func unprivNeedSbin(t *testing.T, tool, pkg string) string {
-	t.Helper()
-	if p, err := exec.LookPath(tool); err == nil {
-		return p
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(d, tool)
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return sandboxtest.Need(t, tool, pkg)
-}
-
-// unprivProcs lists the host processes that have uid as their real,
-// effective or saved user id, zombies included.
-func unprivProcs(uid int) []int {
-	want := strconv.Itoa(uid)
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(b)) {
-			if f := strings.Fields(line); len(f) >= 4 && f[0] == "Uid:" {
-				if f[1] == want || f[2] == want || f[3] == want {
-					out = append(out, pid)
-				}
-				break
-			}
-		}
-	}
-	return out
-}
-
-// unprivRunning is unprivProcs without zombies.
-func unprivRunning(uid int) []int {
-	var out []int
-	for _, pid := range unprivProcs(uid) {
-		if !zombie(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// unprivKill kills every process of uid until none runs, for at most
-// MaxPolls polls, and returns what still runs.
-func unprivKill(uid int) []int {
-	var left []int
-	for range MaxPolls {
-		if left = unprivRunning(uid); len(left) == 0 {
-			return nil
-		}
-		for _, pid := range left {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(PollInterval)
-	}
-	return left
-}
-
-func unprivCopy(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 func unprivTail(s string, n int) string {

@@ -37,15 +37,20 @@ const MinVersion = "0.4.0"
 
 // Backend starts sandboxes with bwrap.
 type Backend struct {
-	path    string
+	path string
+	uid  int
+	gid  int
+
+	once    sync.Once // guards version and verErr
 	version string
-	uid     int
-	gid     int
+	verErr  error
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
 
-// New finds bwrap (path "" looks it up on PATH) and checks its version.
+// New finds bwrap (path "" looks it up on PATH). Its version is checked
+// by Check and when a start fails, not on every start: running
+// `bwrap --version` costs as much as a sandbox.
 func New(path string) (*Backend, error) {
 	if path == "" {
 		p, err := exec.LookPath("bwrap")
@@ -54,14 +59,26 @@ func New(path string) (*Backend, error) {
 		}
 		path = p
 	}
-	v, err := Version(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or fix [sandbox] bwrap in the config", sandbox.ErrUnavailable, err)
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("%w: %s is not an executable bwrap: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or fix [sandbox] bwrap in the config", sandbox.ErrUnavailable, path)
 	}
-	if versionLess(v, MinVersion) {
-		return nil, fmt.Errorf("%w: bwrap %s is older than %s: upgrade bubblewrap", sandbox.ErrUnavailable, v, MinVersion)
-	}
-	return &Backend{path: path, version: v, uid: os.Getuid(), gid: os.Getgid()}, nil
+	return &Backend{path: path, uid: os.Getuid(), gid: os.Getgid()}, nil
+}
+
+// checkVersion runs `bwrap --version` once and refuses a bwrap older
+// than MinVersion.
+func (b *Backend) checkVersion() (string, error) {
+	b.once.Do(func() {
+		v, err := Version(b.path)
+		switch {
+		case err != nil:
+			b.verErr = fmt.Errorf("%w: %v: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap) or fix [sandbox] bwrap in the config", sandbox.ErrUnavailable, err)
+		case versionLess(v, MinVersion):
+			b.verErr = fmt.Errorf("%w: bwrap %s is older than %s: upgrade bubblewrap", sandbox.ErrUnavailable, v, MinVersion)
+		}
+		b.version = v
+	})
+	return b.version, b.verErr
 }
 
 // Name is "bwrap".
@@ -72,7 +89,10 @@ func (b *Backend) Tier() sandbox.Tier { return sandbox.TierNamespaces }
 
 // Path and Version describe the bwrap in use.
 func (b *Backend) Path() string    { return b.path }
-func (b *Backend) Version() string { return b.version }
+func (b *Backend) Version() string {
+	v, _ := b.checkVersion()
+	return v
+}
 
 var versionRE = regexp.MustCompile(`(\d+)\.(\d+)(?:\.(\d+))?`)
 
@@ -185,6 +205,9 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	if err != nil {
 		p.Kill()
 		<-p.waited
+		if _, verr := b.checkVersion(); verr != nil {
+			return nil, verr
+		}
 		return nil, fmt.Errorf("%w: bwrap: %v (exit: %v)", sandbox.ErrUnavailable, err, p.waitErr)
 	}
 	p.child = child
@@ -339,7 +362,11 @@ func (p *process) Wait() error {
 // on unprivileged ones), seccomp, and a real trial start.
 func (b *Backend) Check(ctx context.Context) []sandbox.Check {
 	var out []sandbox.Check
-	out = append(out, sandbox.Check{Name: "bwrap", OK: true, Detail: b.path + " " + b.version})
+	if v, err := b.checkVersion(); err != nil {
+		out = append(out, sandbox.Check{Name: "bwrap", Fatal: true, Detail: err.Error(), Fix: "install bubblewrap " + MinVersion + " or newer"})
+	} else {
+		out = append(out, sandbox.Check{Name: "bwrap", OK: true, Detail: b.path + " " + v})
+	}
 	out = append(out, userNSChecks(b.uid)...)
 	out = append(out, seccompCheck())
 	trial := exec.CommandContext(ctx, b.path, "--unshare-all", "--unshare-user", "--die-with-parent",
