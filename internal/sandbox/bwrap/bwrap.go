@@ -88,7 +88,7 @@ func (b *Backend) Name() string { return "bwrap" }
 func (b *Backend) Tier() sandbox.Tier { return sandbox.TierNamespaces }
 
 // Path and Version describe the bwrap in use.
-func (b *Backend) Path() string    { return b.path }
+func (b *Backend) Path() string { return b.path }
 func (b *Backend) Version() string {
 	v, _ := b.checkVersion()
 	return v

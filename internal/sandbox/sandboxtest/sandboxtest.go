@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/rootfs"
 )
@@ -97,7 +99,7 @@ func Start(t testing.TB, b sandbox.Backend, opts ...Option) *Env {
 				{Host: e.Offloads, Guest: sandbox.GuestOffloads},
 			},
 		},
-		ControlDir: filepath.Join(dir, "control"),
+		ControlDir: controlDir(t, dir),
 		OffloadDir: e.Offloads,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/root", "LANG=C.UTF-8", "PWD=/workspace"},
 		KillGrace:  300 * time.Millisecond,
@@ -188,4 +190,17 @@ func running(pids []int) []int {
 		out = append(out, pid)
 	}
 	return out
+}
+
+// controlDir is where a test session's control folder goes: on a tmpfs
+// when there is one, as den itself does (see computer.runDir), so that
+// benchmarks measure what users get.
+func controlDir(t testing.TB, fallback string) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() && unix.Access("/dev/shm", unix.W_OK) == nil {
+		if d, err := os.MkdirTemp("/dev/shm", "den-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return filepath.Join(d, "control")
+		}
+	}
+	return filepath.Join(fallback, "control")
 }
