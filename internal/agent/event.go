@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"encoding/json"
+
+	"den.dev/den/internal/llm"
+)
+
+// Event is what a run reports to the faces: *SessionEvent, *TextEvent,
+// *ThinkingEvent, *ToolCallEvent, *ToolResultEvent, *UsageEvent,
+// *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
+type Event interface{ isEvent() }
+
+// SessionEvent opens a run.
+type SessionEvent struct {
+	SessionID string
+	Agent     string
+	Workspace string // host path of the session's /workspace
+}
+
+// TextEvent is more answer text.
+type TextEvent struct{ Text string }
+
+// ThinkingEvent is more reasoning text.
+type ThinkingEvent struct{ Text string }
+
+// ToolCallEvent is a call about to run.
+type ToolCallEvent struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolResultEvent is a call's result.
+type ToolResultEvent struct {
+	ID      string
+	Output  string
+	IsError bool
+}
+
+// UsageEvent reports one request's tokens.
+type UsageEvent struct {
+	Usage   llm.Usage
+	CostUSD float64
+}
+
+// ErrorEvent reports an error that ended the run.
+type ErrorEvent struct{ Message string }
+
+// DoneEvent ends a run.
+type DoneEvent struct {
+	Stop llm.StopReason
+	Text string
+}
+
+func (*SessionEvent) isEvent()    {}
+func (*TextEvent) isEvent()       {}
+func (*ThinkingEvent) isEvent()   {}
+func (*ToolCallEvent) isEvent()   {}
+func (*ToolResultEvent) isEvent() {}
+func (*UsageEvent) isEvent()      {}
+func (*ErrorEvent) isEvent()      {}
+func (*DoneEvent) isEvent()       {}
