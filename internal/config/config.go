@@ -39,9 +39,12 @@ var ErrInvalid = errors.New("invalid config")
 
 // Config is den's configuration.
 type Config struct {
-	Sandbox Sandbox          `toml:"sandbox"`
-	Rootfs  Rootfs           `toml:"rootfs"`
-	Agents  map[string]Agent `toml:"agents"`
+	Sandbox   Sandbox             `toml:"sandbox"`
+	Rootfs    Rootfs              `toml:"rootfs"`
+	Agents    map[string]Agent    `toml:"agents"`
+	Providers map[string]Provider `toml:"providers"`
+	Models    map[string]Model    `toml:"models"`
+	Groups    map[string]Group    `toml:"groups"`
 
 	path string
 }
@@ -60,8 +63,40 @@ type Rootfs struct {
 	UbuntuMirror string `toml:"ubuntu_mirror"`
 }
 
-// Agent is one agent's computer settings.
+// Provider is a configured model provider: any OpenAI-compatible
+// endpoint, or a second account of a built-in API.
+type Provider struct {
+	Type      string            `toml:"type"` // anthropic, openai, openai-responses, gemini
+	BaseURL   string            `toml:"base_url"`
+	APIKey    string            `toml:"api_key"`     // prefer api_key_env
+	APIKeyEnv string            `toml:"api_key_env"` // the variable holding the key
+	Headers   map[string]string `toml:"headers"`
+}
+
+// Model overrides or adds catalog facts about a model ("provider/model").
+type Model struct {
+	ContextWindow   int      `toml:"context_window"`
+	MaxOutput       int      `toml:"max_output"`
+	Input           []string `toml:"input"` // "text", "image"
+	Thinking        *bool    `toml:"thinking"`
+	PriceInput      *float64 `toml:"price_input"` // USD per million tokens
+	PriceOutput     *float64 `toml:"price_output"`
+	PriceCacheRead  *float64 `toml:"price_cache_read"`
+	PriceCacheWrite *float64 `toml:"price_cache_write"`
+}
+
+// Group is an ordered list of model refs tried in turn.
+type Group struct {
+	Members  []string `toml:"members"`
+	Strategy string   `toml:"strategy"` // "fallback" (default) or "always"
+}
+
+// Agent is one agent's settings.
 type Agent struct {
+	Model            string `toml:"model"`             // a model ref or group name
+	Instructions     string `toml:"instructions"`      // extra instructions for the system prompt
+	InstructionsFile string `toml:"instructions_file"` // or read them from a file
+
 	Rootfs    string   `toml:"rootfs"`
 	Network   string   `toml:"network"`
 	Mounts    []string `toml:"mounts"`
@@ -113,6 +148,9 @@ func Load(path string, named bool) (*Config, error) {
 	}
 	if c.Agents == nil {
 		c.Agents = map[string]Agent{}
+	}
+	if c.Providers == nil {
+		c.Providers = map[string]Provider{}
 	}
 	if err := c.validate(data); err != nil {
 		return nil, err
@@ -172,6 +210,24 @@ func (c *Config) validate(data []byte) error {
 	case "", "bwrap", "proot":
 	default:
 		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"sandbox", "backend"}), c.Sandbox.Backend)
+	}
+	for name, p := range c.Providers {
+		switch p.Type {
+		case "anthropic", "openai", "openai-responses", "gemini":
+		default:
+			return fmt.Errorf("%w: %s:%d: providers.%s.type %q: want anthropic, openai, openai-responses or gemini", ErrInvalid, c.path, lineOf(data, toml.Key{"providers", name, "type"}), name, p.Type)
+		}
+		if strings.Contains(name, "/") {
+			return fmt.Errorf("%w: %s:%d: provider name %q must not contain '/'", ErrInvalid, c.path, lineOf(data, toml.Key{"providers", name}), name)
+		}
+	}
+	for name, g := range c.Groups {
+		if len(g.Members) == 0 {
+			return fmt.Errorf("%w: %s:%d: groups.%s has no members", ErrInvalid, c.path, lineOf(data, toml.Key{"groups", name}), name)
+		}
+		if g.Strategy != "" && g.Strategy != "fallback" && g.Strategy != "always" {
+			return fmt.Errorf("%w: %s:%d: groups.%s.strategy %q: want fallback or always", ErrInvalid, c.path, lineOf(data, toml.Key{"groups", name, "strategy"}), name, g.Strategy)
+		}
 	}
 	for name, a := range c.Agents {
 		at := func(k string) string {
