@@ -48,8 +48,10 @@ type Config struct {
 	Thinking  llm.ThinkingLevel
 	// Emit receives the run's events.
 	Emit func(Event)
-	// OnUsage is told about each request's usage (for storage and cost).
+	// OnUsage is told about each request's usage (for storage).
 	OnUsage func(u llm.Usage, latency time.Duration)
+	// Cost prices a request's usage in USD (nil: unknown, 0).
+	Cost func(u llm.Usage) float64
 	// MaxParallel bounds tool calls running at once (0: 10).
 	MaxParallel int
 }
@@ -143,7 +145,11 @@ func step(ctx context.Context, cfg Config, sessionID string) (llm.Turn, error) {
 		cfg.OnUsage(turn.Usage, time.Since(start))
 	}
 	if turn.Usage != (llm.Usage{}) {
-		cfg.Emit(&UsageEvent{Usage: turn.Usage})
+		ev := &UsageEvent{Usage: turn.Usage}
+		if cfg.Cost != nil {
+			ev.CostUSD = cfg.Cost(turn.Usage)
+		}
+		cfg.Emit(ev)
 	}
 	switch {
 	case ctx.Err() != nil:
