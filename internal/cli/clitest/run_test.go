@@ -1,0 +1,156 @@
+package clitest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
+)
+
+// runJSON runs `den run --json` with env added, returning the decoded
+// event lines and the exit code.
+func runJSON(t *testing.T, d *Den, env []string, args ...string) ([]map[string]any, Result) {
+	t.Helper()
+	cmd := exec.Command(d.Bin, append([]string{"run", "--json"}, args...)...)
+	cmd.Env = append(d.Env(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]any
+	sc := bufio.NewScanner(&out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", sc.Text(), err)
+		}
+		if _, ok := ev["type"].(string); !ok {
+			t.Fatalf("event without a type: %q", sc.Text())
+		}
+		events = append(events, ev)
+	}
+	return events, Result{Stdout: out.String(), Stderr: errb.String(), Code: code}
+}
+
+func ofType(events []map[string]any, typ string) []map[string]any {
+	var out []map[string]any
+	for _, e := range events {
+		if e["type"] == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestRunAnthropicToolInSandbox drives den run against a fake of the
+// Anthropic Messages API: the model asks for a shell command, den runs
+// it in the real sandbox, and the next request carries its output.
+func TestRunAnthropicToolInSandbox(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Text: "Let me check.", Calls: []llmtest.Call{{ID: "toolu_1", Name: "shell_execute",
+			Input: `{"command":"echo made-in-sandbox > /workspace/out.txt; cat /workspace/out.txt; id -u","tool_title":"write a file"}`}},
+			InputTokens: 100, OutputTokens: 20},
+		llmtest.Turn{Text: "The file says made-in-sandbox.", InputTokens: 150, OutputTokens: 10},
+	)
+	d := newDen(t)
+	env := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}
+	events, r := runJSON(t, d, env, "--rootfs", "busybox", "--model", "anthropic/claude-sonnet-4-5", "write a file")
+	if r.Code != 0 {
+		t.Fatalf("den run: %s", r)
+	}
+	if s := ofType(events, "session"); len(s) != 1 || s[0]["session_id"] == "" || !strings.HasSuffix(s[0]["workspace"].(string), "/workspace") {
+		t.Fatalf("session event: %v", s)
+	}
+	calls := ofType(events, "tool_call")
+	if len(calls) != 1 || calls[0]["id"] != "toolu_1" || calls[0]["name"] != "shell_execute" {
+		t.Fatalf("tool calls: %v", calls)
+	}
+	results := ofType(events, "tool_result")
+	if len(results) != 1 || !strings.Contains(results[0]["output"].(string), "made-in-sandbox") || results[0]["is_error"] != false {
+		t.Fatalf("tool results: %v", results)
+	}
+	done := ofType(events, "done")
+	if len(done) != 1 || done[0]["stop_reason"] != "end_turn" || done[0]["text"] != "The file says made-in-sandbox." {
+		t.Fatalf("done: %v", done)
+	}
+	if u := ofType(events, "usage"); len(u) != 2 || u[0]["input_tokens"].(float64) != 100 || u[0]["cost_usd"].(float64) <= 0 {
+		t.Errorf("usage: %v", u)
+	}
+	var text strings.Builder
+	for _, e := range ofType(events, "text") {
+		text.WriteString(e["text"].(string))
+	}
+	if text.String() != "Let me check.The file says made-in-sandbox." {
+		t.Errorf("text deltas: %q", text.String())
+	}
+	// The second request carried the command's output as the result of
+	// toolu_1.
+	reqs := fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	body := string(reqs[1].Body)
+	if !strings.Contains(body, `"tool_use_id":"toolu_1"`) || !strings.Contains(body, "made-in-sandbox") {
+		t.Errorf("second request lacks the tool result: %s", body)
+	}
+	if !strings.Contains(string(reqs[0].Body), "shell_execute") {
+		t.Errorf("first request lacks the tools")
+	}
+	// The file is in the session's workspace on the host.
+	ws := ofType(events, "session")[0]["workspace"].(string)
+	if got := readFile(t, ws+"/out.txt"); got != "made-in-sandbox\n" {
+		t.Errorf("workspace file: %q", got)
+	}
+
+	// Continuing the session sends the whole history again.
+	fake2 := llmtest.NewAnthropic(t, llmtest.Turn{Text: "Still here."})
+	env2 := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake2.URL}
+	events, r = runJSON(t, d, env2, "--continue", "and now?")
+	if r.Code != 0 {
+		t.Fatalf("continue: %s", r)
+	}
+	if s := ofType(events, "session"); s[0]["session_id"] != ofType(events, "session")[0]["session_id"] {
+		t.Errorf("different session")
+	}
+	if b := string(fake2.Requests()[0].Body); !strings.Contains(b, "write a file") || !strings.Contains(b, "toolu_1") || !strings.Contains(b, "and now?") {
+		t.Errorf("continued request lacks the history: %s", b)
+	}
+}
+
+func TestRunWithoutKeyExplains(t *testing.T) {
+	d := newDen(t)
+	cmd := exec.Command(d.Bin, "run", "hello")
+	for _, kv := range d.Env() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasSuffix(k, "_API_KEY") {
+			continue
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "ANTHROPIC_API_KEY") {
+		t.Errorf("exit %d: %s", cmd.ProcessState.ExitCode(), out)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

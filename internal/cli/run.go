@@ -1,0 +1,301 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"den.dev/den/internal/agent"
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/models"
+	"den.dev/den/internal/store"
+	"den.dev/den/internal/tool"
+)
+
+// runFlags are den run's flags beyond the computer's.
+type runFlags struct {
+	computerFlags
+	json      bool
+	cont      bool
+	model     string
+	thinking  string
+	maxTurns  int
+	yes       bool
+	sessionID string
+}
+
+func runCmd(g *globals) *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "run [flags] [PROMPT | -]",
+		Short: "Run the agent on one prompt, headless",
+		Long: `Send one prompt to the agent and let it work in its computer until it ends
+its turn. Without --json, prints the final answer; with --json, prints one
+JSON object per line for every event (session, text, thinking, tool_call,
+tool_result, usage, error, done). The prompt is the arguments, or standard
+input when it is "-" or absent. Exits 0 when the model ended its turn
+itself, 1 otherwise (130 when interrupted).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prompt, err := readPrompt(args, g.stdin)
+			if err != nil {
+				return err
+			}
+			return runPrompt(cmd.Context(), g, f, prompt)
+		},
+	}
+	c.Flags().BoolVar(&f.json, "json", false, "print events as JSON lines")
+	c.Flags().StringVar(&f.agent, "agent", "default", "agent to run")
+	c.Flags().StringVar(&f.sessionID, "session", "", "continue this session")
+	c.Flags().BoolVar(&f.cont, "continue", false, "continue the agent's latest session")
+	c.Flags().StringVar(&f.model, "model", "", "model ref (provider/model or a group), or a comma-separated fallback chain")
+	c.Flags().StringVar(&f.thinking, "thinking", "", "thinking level: off, low, medium, high")
+	c.Flags().IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "stop after this many model turns")
+	c.Flags().BoolVar(&f.yes, "yes", false, "approve what would otherwise need a person's approval")
+	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer: alpine[:VERSION], debian[:SUITE], ubuntu[:SUITE], tar:PATH, dir:PATH, busybox")
+	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
+	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
+	return c
+}
+
+// readPrompt takes the prompt from the arguments, or from stdin for "-"
+// or when there are none.
+func readPrompt(args []string, stdin io.Reader) (string, error) {
+	if len(args) > 0 && !(len(args) == 1 && args[0] == "-") {
+		return strings.Join(args, " "), nil
+	}
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) && len(args) == 0 {
+		return "", usageError{errors.New("no prompt: give it as an argument or on standard input")}
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, 16<<20))
+	if err != nil {
+		return "", fmt.Errorf("read prompt: %w", err)
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return "", usageError{errors.New("empty prompt")}
+	}
+	return string(b), nil
+}
+
+func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) error {
+	if f.maxTurns <= 0 {
+		return usageError{fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)}
+	}
+	thinking, err := parseThinking(f.thinking)
+	if err != nil {
+		return err
+	}
+	if f.cont && f.sessionID != "" {
+		return usageError{errors.New("--session and --continue exclude each other")}
+	}
+	var events func(agent.Event)
+	if f.json {
+		events = newJSONEvents(g.stdout).emit
+	} else {
+		events = func(agent.Event) {}
+	}
+	fail := func(err error) error {
+		if f.json {
+			events(&agent.ErrorEvent{Message: err.Error()})
+		}
+		return err
+	}
+	cfg, err := g.config()
+	if err != nil {
+		return fail(err)
+	}
+	st, err := store.Open(filepath.Join(DataDir(g.dataDir), "den.db"))
+	if err != nil {
+		return fail(err)
+	}
+	defer st.Close()
+	if err := computer.ValidName("agent", f.agent); err != nil {
+		return usageError{err}
+	}
+	if err := st.EnsureAgent(ctx, f.agent); err != nil {
+		return fail(err)
+	}
+	sess, err := chooseSession(ctx, st, f, cfg)
+	if err != nil {
+		return fail(err)
+	}
+	res := &models.Resolver{Config: cfg}
+	ref := firstNonEmpty(f.model, sess.Model, cfg.Agent(f.agent).Model)
+	if ref == "" {
+		if ref, err = res.Default(); err != nil {
+			return fail(usageError{err})
+		}
+	}
+	targets, err := res.Resolve(ref)
+	if err != nil {
+		return fail(usageError{err})
+	}
+	if sess.ID == "" {
+		if sess, err = st.CreateSession(ctx, f.agent, ref); err != nil {
+			return fail(err)
+		}
+		st.SetTitle(ctx, sess.ID, title(prompt))
+	} else if f.model != "" && f.model != sess.Model {
+		st.SetModel(ctx, sess.ID, f.model)
+	}
+	f.session = sess.ID
+	comp, o, err := f.open(ctx, g)
+	if err != nil {
+		return fail(err)
+	}
+	info, _, _ := comp.Info()
+	events(&agent.SessionEvent{SessionID: sess.ID, Agent: f.agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
+	box, err := comp.Start(ctx, sess.ID, o)
+	if err != nil {
+		return fail(err)
+	}
+	defer box.Close()
+
+	reg, err := tool.NewRegistry(tool.Builtin()...)
+	if err != nil {
+		return fail(err)
+	}
+	chain := &models.Chain{Targets: targets, Open: models.Open}
+	instructions, err := agentInstructions(cfg.Agent(f.agent))
+	if err != nil {
+		return fail(err)
+	}
+	var mounts []agent.Mount
+	for _, m := range o.Mounts {
+		mounts = append(mounts, agent.Mount{Guest: m.Guest, ReadOnly: m.ReadOnly})
+	}
+	system := agent.SystemPrompt(agent.Computer{
+		Distro: string(info.Distro), Version: info.Version, PackageManager: string(info.PackageManager),
+		Network: o.Network, Mounts: mounts,
+	}, instructions, time.Now())
+	acfg := agent.Config{
+		Model:     chain,
+		ModelName: targets[0].Model,
+		Store:     st,
+		Tools:     &registryTools{reg: reg, env: &tool.Env{Computer: box.Session, Images: targets[0].Info.Images}},
+		System:    system,
+		MaxTurns:  f.maxTurns,
+		Thinking:  thinking,
+		Emit:      events,
+		Cost:      func(u llm.Usage) float64 { return chain.Answered.Info.Cost(u) },
+		OnUsage: func(u llm.Usage, latency time.Duration) {
+			st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
+				Session: sess.ID, Model: chain.Answered.Ref, Purpose: store.PurposeConversation,
+				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
+				CostUSD: chain.Answered.Info.Cost(u), Latency: latency,
+			})
+		},
+	}
+	result, err := agent.Run(ctx, acfg, sess.ID, llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}})
+	switch {
+	case errors.Is(err, agent.ErrCanceled):
+		events(&agent.DoneEvent{Stop: "canceled", Text: result.Text})
+		return exitError{130}
+	case err != nil:
+		events(&agent.ErrorEvent{Message: err.Error()})
+		events(&agent.DoneEvent{Stop: result.Stop, Text: result.Text})
+		if !f.json {
+			fmt.Fprintln(g.stderr, "den:", err)
+		}
+		return exitError{1}
+	}
+	events(&agent.DoneEvent{Stop: result.Stop, Text: result.Text})
+	if !f.json {
+		fmt.Fprintln(g.stdout, strings.TrimRight(result.Text, "\n"))
+	}
+	if result.Stop != llm.StopEndTurn {
+		return exitError{1}
+	}
+	return nil
+}
+
+// chooseSession finds the session to continue, or returns a zero one
+// for a new session.
+func chooseSession(ctx context.Context, st *store.Store, f *runFlags, cfg *config.Config) (store.Session, error) {
+	switch {
+	case f.sessionID != "":
+		s, err := st.GetSession(ctx, f.sessionID)
+		if errors.Is(err, store.ErrNotFound) {
+			return s, usageError{fmt.Errorf("no session %q", f.sessionID)}
+		}
+		if err == nil && s.Agent != f.agent {
+			f.agent = s.Agent
+		}
+		return s, err
+	case f.cont:
+		s, err := st.LatestSession(ctx, f.agent)
+		if errors.Is(err, store.ErrNotFound) {
+			return s, usageError{fmt.Errorf("agent %s has no session to continue", f.agent)}
+		}
+		return s, err
+	}
+	return store.Session{}, nil
+}
+
+func parseThinking(s string) (llm.ThinkingLevel, error) {
+	switch llm.ThinkingLevel(s) {
+	case "":
+		return "", nil
+	case llm.ThinkingOff, llm.ThinkingLow, llm.ThinkingMedium, llm.ThinkingHigh, llm.ThinkingMax:
+		return llm.ThinkingLevel(s), nil
+	}
+	return "", usageError{fmt.Errorf("--thinking %q: want off, low, medium or high", s)}
+}
+
+func agentInstructions(a config.Agent) (string, error) {
+	if a.InstructionsFile == "" {
+		return a.Instructions, nil
+	}
+	b, err := os.ReadFile(a.InstructionsFile)
+	if err != nil {
+		return "", fmt.Errorf("instructions file: %w", err)
+	}
+	return strings.TrimSpace(a.Instructions + "\n\n" + string(b)), nil
+}
+
+func title(prompt string) string {
+	t := strings.Join(strings.Fields(prompt), " ")
+	if utf8.RuneCountInString(t) > 60 {
+		t = string([]rune(t)[:60]) + "…"
+	}
+	return t
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// registryTools adapts the tool registry to the loop.
+type registryTools struct {
+	reg *tool.Registry
+	env *tool.Env
+}
+
+func (r *registryTools) Specs() []llm.Tool { return r.reg.Specs() }
+
+// Concurrent: reads, and shell commands (each then gets a fresh
+// process), may run beside the other calls of their turn.
+func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
+	return r.reg.ReadOnly(*c) || c.Name == "shell_execute"
+}
+
+func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) llm.ToolResult {
+	res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
+	return res
+}

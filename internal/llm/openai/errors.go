@@ -1,0 +1,117 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"den.dev/den/internal/llm"
+)
+
+// streamError turns what ended a stream early into den's errors.
+func streamError(ctx context.Context, resp *http.Response, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", ctx.Err())
+	}
+	if resp != nil && resp.StatusCode >= 400 {
+		return httpError(resp)
+	}
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		e := errorBody(se.Event.Data)
+		if e.Message == "" {
+			e.Message = se.Message
+		}
+		return e
+	}
+	return fmt.Errorf("openai: %w: %w", llm.ErrStream, err)
+}
+
+// httpError reads an error answer. The SDK leaves the body readable.
+func httpError(resp *http.Response) *llm.APIError {
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	}
+	e := errorBody(body)
+	e.Status = resp.StatusCode
+	if e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	e.RetryAfter = retryAfter(resp.Header)
+	return e
+}
+
+// errorBody parses the error shapes OpenAI and compatible servers send:
+// {"error":{"message","type","code"}}, {"error":"text"}, {"message":...},
+// or plain text. Type prefers a string code ("rate_limit_exceeded") over
+// the type ("requests").
+func errorBody(body []byte) *llm.APIError {
+	e := &llm.APIError{API: API}
+	var wrap struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body, &wrap) != nil {
+		e.Message = strings.TrimSpace(string(body))
+		return e
+	}
+	e.Message, e.Type = wrap.Message, pick(wrap.Code, wrap.Type)
+	var text string
+	if json.Unmarshal(wrap.Error, &text) == nil {
+		e.Message = text
+		return e
+	}
+	var obj struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(wrap.Error, &obj) == nil && (obj.Message != "" || obj.Type != "") {
+		e.Message, e.Type = obj.Message, pick(obj.Code, obj.Type)
+	}
+	return e
+}
+
+// pick returns code when it is a non-empty string, else typ.
+func pick(code json.RawMessage, typ string) string {
+	var s string
+	if json.Unmarshal(code, &s) == nil && s != "" {
+		return s
+	}
+	return typ
+}
+
+// retryAfter reads retry-after-ms, then retry-after (seconds or an HTTP
+// date); 0 when absent or unreadable.
+func retryAfter(h http.Header) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s > 0 {
+			return time.Duration(s * float64(time.Second))
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, time.Until(t))
+	}
+	return 0
+}

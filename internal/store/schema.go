@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema steps, in order: migrations[i] takes a
+// database from user_version i to i+1. Steps are only ever appended; a
+// released step is never edited.
+var migrations = []string{
+	// 1: agents, sessions, messages (a version tree), the tool-call
+	// index, usage records.
+	`
+CREATE TABLE agents (
+	name       TEXT PRIMARY KEY CHECK (name <> ''),
+	created_at INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE sessions (
+	id                 TEXT PRIMARY KEY,
+	agent              TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+	title              TEXT NOT NULL DEFAULT '',
+	model              TEXT NOT NULL DEFAULT '',
+	created_at         INTEGER NOT NULL,
+	updated_at         INTEGER NOT NULL,
+	head               TEXT,
+	requests           INTEGER NOT NULL DEFAULT 0,
+	input_tokens       INTEGER NOT NULL DEFAULT 0,
+	output_tokens      INTEGER NOT NULL DEFAULT 0,
+	cache_read_tokens  INTEGER NOT NULL DEFAULT 0,
+	cache_write_tokens INTEGER NOT NULL DEFAULT 0,
+	cost_micro_usd     INTEGER NOT NULL DEFAULT 0,
+	FOREIGN KEY (id, head) REFERENCES messages(session_id, id)
+) STRICT;
+CREATE INDEX sessions_by_agent ON sessions(agent, updated_at DESC, id DESC);
+CREATE INDEX sessions_by_updated ON sessions(updated_at DESC, id DESC);
+
+CREATE TABLE messages (
+	id         TEXT PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	parent_id  TEXT,
+	role       TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+	parts      TEXT NOT NULL CHECK (json_valid(parts)),
+	model      TEXT,
+	created_at INTEGER NOT NULL,
+	UNIQUE (session_id, id),
+	FOREIGN KEY (session_id, parent_id) REFERENCES messages(session_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX messages_by_parent ON messages(session_id, parent_id);
+
+CREATE TABLE tool_calls (
+	message_id        TEXT NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+	position          INTEGER NOT NULL,
+	session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	call_id           TEXT NOT NULL,
+	name              TEXT NOT NULL,
+	input             TEXT NOT NULL,
+	created_at        INTEGER NOT NULL,
+	result_message_id TEXT REFERENCES messages(id) ON DELETE SET NULL,
+	result            TEXT,
+	result_images     INTEGER,
+	is_error          INTEGER,
+	duration_ms       INTEGER,
+	PRIMARY KEY (message_id, position)
+) STRICT;
+CREATE INDEX tool_calls_by_session ON tool_calls(session_id, created_at);
+CREATE INDEX tool_calls_by_result ON tool_calls(result_message_id);
+
+CREATE TABLE usage (
+	id                 INTEGER PRIMARY KEY,
+	agent              TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+	session_id         TEXT REFERENCES sessions(id) ON DELETE SET NULL,
+	model              TEXT NOT NULL,
+	purpose            TEXT NOT NULL CHECK (purpose <> ''),
+	input_tokens       INTEGER NOT NULL CHECK (input_tokens >= 0),
+	output_tokens      INTEGER NOT NULL CHECK (output_tokens >= 0),
+	cache_read_tokens  INTEGER NOT NULL CHECK (cache_read_tokens >= 0),
+	cache_write_tokens INTEGER NOT NULL CHECK (cache_write_tokens >= 0),
+	cost_micro_usd     INTEGER NOT NULL CHECK (cost_micro_usd >= 0),
+	latency_ms         INTEGER NOT NULL CHECK (latency_ms >= 0),
+	created_at         INTEGER NOT NULL
+) STRICT;
+CREATE INDEX usage_by_agent ON usage(agent, created_at);
+CREATE INDEX usage_by_session ON usage(session_id);
+`,
+}
+
+// migrate brings db to SchemaVersion, one step per transaction. Each
+// step rereads user_version under the write lock, so two processes
+// opening a fresh file at once apply each step once.
+func migrate(ctx context.Context, db *sql.DB) error {
+	for {
+		done, err := migrateStep(ctx, db)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateStep applies the next migration, if any, and reports whether
+// the schema is now current.
+func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+	var v int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return false, fmt.Errorf("migrate: read user_version: %w", err)
+	}
+	switch {
+	case v > len(migrations):
+		return false, fmt.Errorf("%w: user_version %d, this den knows up to %d; upgrade den", ErrSchemaTooNew, v, len(migrations))
+	case v == len(migrations):
+		return true, nil
+	}
+	if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
+	}
+	// PRAGMA takes no bound parameters; v+1 is an int we computed.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate to version %d: %w", v+1, err)
+	}
+	return v+1 == len(migrations), nil
+}
