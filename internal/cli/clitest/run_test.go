@@ -154,3 +154,25 @@ func readFile(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+func TestSessionsListShowRm(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "Hello there."})
+	d := newDen(t)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--rootfs", "busybox", "say hello")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	id := ofType(events, "session")[0]["session_id"].(string)
+	if out := d.MustRun("sessions", "list"); !strings.Contains(out.Stdout, id) || !strings.Contains(out.Stdout, "say hello") {
+		t.Errorf("list: %s", out)
+	}
+	if out := d.MustRun("sessions", "show", id); !strings.Contains(out.Stdout, "Hello there.") || !strings.Contains(out.Stdout, "say hello") {
+		t.Errorf("show: %s", out)
+	}
+	d.MustRun("sessions", "rm", id)
+	if out := d.Run("sessions", "show", id); out.Code != 2 {
+		t.Errorf("show after rm: %s", out)
+	}
+}
