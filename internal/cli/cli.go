@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -40,10 +41,38 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs den with os.Args and exits.
 func Main() {
 	proot.MaybeReaper()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// handleSignals cancels the run on SIGTERM, and on SIGINT unless a
+// command took interrupts over (den chat stops the current turn
+// instead).
+func handleSignals(ctx context.Context, g *globals) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-ch:
+				g.mu.Lock()
+				hook := g.onInterrupt
+				g.mu.Unlock()
+				if sig == os.Interrupt && hook != nil && hook() {
+					continue
+				}
+				cancel()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel()
+	}
 }
 
 // globals are the flags every command takes.
@@ -54,11 +83,16 @@ type globals struct {
 	stdin      io.Reader
 	stdout     io.Writer
 	stderr     io.Writer
+
+	mu          sync.Mutex
+	onInterrupt func() bool // handles SIGINT when set; false: cancel the run
 }
 
 // Run runs den with args and returns the exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{stdin: stdin, stdout: stdout, stderr: stderr}
+	ctx, stop := handleSignals(ctx, g)
+	defer stop()
 	root := &cobra.Command{
 		Use:           "den",
 		Short:         "A self-hosted AI agent with a real, isolated Linux computer",
@@ -73,7 +107,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pf.StringVar(&g.dataDir, "data-dir", "", "data directory (default $DEN_HOME, else $XDG_DATA_HOME/den)")
 	pf.StringVar(&g.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/den/config.toml)")
 	pf.StringVar(&g.backend, "backend", "", `sandbox backend: "bwrap" (default) or "proot" (no isolation)`)
-	root.AddCommand(runCmd(g), sessionsCmd(g), execCmd(g), shCmd(g), doctorCmd(g), computerCmd(g))
+	root.AddCommand(runCmd(g), chatCmd(g), sessionsCmd(g), execCmd(g), shCmd(g), doctorCmd(g), computerCmd(g))
 	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {

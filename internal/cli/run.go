@@ -88,116 +88,22 @@ func readPrompt(args []string, stdin io.Reader) (string, error) {
 }
 
 func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) error {
-	if f.maxTurns <= 0 {
-		return usageError{fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)}
-	}
-	thinking, err := parseThinking(f.thinking)
-	if err != nil {
-		return err
-	}
-	if f.cont && f.sessionID != "" {
-		return usageError{errors.New("--session and --continue exclude each other")}
-	}
 	var events func(agent.Event)
 	if f.json {
 		events = newJSONEvents(g.stdout).emit
 	} else {
 		events = func(agent.Event) {}
 	}
-	fail := func(err error) error {
-		if f.json {
+	r, err := newRunner(ctx, g, f, events, prompt)
+	if err != nil {
+		var u usageError
+		if f.json && !errors.As(err, &u) {
 			events(&agent.ErrorEvent{Message: err.Error()})
 		}
 		return err
 	}
-	cfg, err := g.config()
-	if err != nil {
-		return fail(err)
-	}
-	st, err := store.Open(filepath.Join(DataDir(g.dataDir), "den.db"))
-	if err != nil {
-		return fail(err)
-	}
-	defer st.Close()
-	if err := computer.ValidName("agent", f.agent); err != nil {
-		return usageError{err}
-	}
-	if err := st.EnsureAgent(ctx, f.agent); err != nil {
-		return fail(err)
-	}
-	sess, err := chooseSession(ctx, st, f, cfg)
-	if err != nil {
-		return fail(err)
-	}
-	res := &models.Resolver{Config: cfg}
-	ref := firstNonEmpty(f.model, sess.Model, cfg.Agent(f.agent).Model)
-	if ref == "" {
-		if ref, err = res.Default(); err != nil {
-			return fail(usageError{err})
-		}
-	}
-	targets, err := res.Resolve(ref)
-	if err != nil {
-		return fail(usageError{err})
-	}
-	if sess.ID == "" {
-		if sess, err = st.CreateSession(ctx, f.agent, ref); err != nil {
-			return fail(err)
-		}
-		st.SetTitle(ctx, sess.ID, title(prompt))
-	} else if f.model != "" && f.model != sess.Model {
-		st.SetModel(ctx, sess.ID, f.model)
-	}
-	f.session = sess.ID
-	comp, o, err := f.open(ctx, g)
-	if err != nil {
-		return fail(err)
-	}
-	info, _, _ := comp.Info()
-	events(&agent.SessionEvent{SessionID: sess.ID, Agent: f.agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
-	box, err := comp.Start(ctx, sess.ID, o)
-	if err != nil {
-		return fail(err)
-	}
-	defer box.Close()
-
-	reg, err := tool.NewRegistry(tool.Builtin()...)
-	if err != nil {
-		return fail(err)
-	}
-	chain := &models.Chain{Targets: targets, Open: models.Open}
-	instructions, err := agentInstructions(cfg.Agent(f.agent))
-	if err != nil {
-		return fail(err)
-	}
-	var mounts []agent.Mount
-	for _, m := range o.Mounts {
-		mounts = append(mounts, agent.Mount{Guest: m.Guest, ReadOnly: m.ReadOnly})
-	}
-	system := agent.SystemPrompt(agent.Computer{
-		Distro: string(info.Distro), Version: info.Version, PackageManager: string(info.PackageManager),
-		Network: o.Network, Mounts: mounts,
-	}, instructions, time.Now())
-	acfg := agent.Config{
-		Model:     chain,
-		ModelName: targets[0].Model,
-		Store:     st,
-		Tools:     &registryTools{reg: reg, env: &tool.Env{Computer: box.Session, Images: targets[0].Info.Images}},
-		System:    system,
-		MaxTurns:  f.maxTurns,
-		Thinking:  thinking,
-		Emit:      events,
-		Cost:      func(u llm.Usage) float64 { return chain.Answered.Info.Cost(u) },
-		OnUsage: func(u llm.Usage, latency time.Duration) {
-			st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
-				Session: sess.ID, Model: chain.Answered.Ref, Purpose: store.PurposeConversation,
-				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
-				CostUSD: chain.Answered.Info.Cost(u), Latency: latency,
-			})
-		},
-	}
-	result, err := agent.Run(ctx, acfg, sess.ID, llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}})
+	defer r.close()
+	result, err := r.send(ctx, prompt)
 	switch {
 	case errors.Is(err, agent.ErrCanceled):
 		events(&agent.DoneEvent{Stop: "canceled", Text: result.Text})
@@ -218,6 +124,140 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 		return exitError{1}
 	}
 	return nil
+}
+
+// runner is one session of the agent, ready to take prompts: its store
+// record, its running computer, the model chain and the tools.
+type runner struct {
+	st      *store.Store
+	sess    store.Session
+	box     *computer.Session
+	chain   *models.Chain
+	targets []models.Target
+	acfg    agent.Config
+	emit    func(agent.Event)
+}
+
+// newRunner opens (or creates) the session and starts its computer.
+// titleHint names a new session.
+func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.Event), titleHint string) (*runner, error) {
+	if f.maxTurns <= 0 {
+		return nil, usageError{fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)}
+	}
+	thinking, err := parseThinking(f.thinking)
+	if err != nil {
+		return nil, err
+	}
+	if f.cont && f.sessionID != "" {
+		return nil, usageError{errors.New("--session and --continue exclude each other")}
+	}
+	cfg, err := g.config()
+	if err != nil {
+		return nil, err
+	}
+	if err := computer.ValidName("agent", f.agent); err != nil {
+		return nil, usageError{err}
+	}
+	st, err := g.openStore()
+	if err != nil {
+		return nil, err
+	}
+	r := &runner{st: st, emit: events}
+	ok := false
+	defer func() {
+		if !ok {
+			r.close()
+		}
+	}()
+	if err := st.EnsureAgent(ctx, f.agent); err != nil {
+		return nil, err
+	}
+	sess, err := chooseSession(ctx, st, f, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &models.Resolver{Config: cfg}
+	ref := firstNonEmpty(f.model, sess.Model, cfg.Agent(f.agent).Model)
+	if ref == "" {
+		if ref, err = res.Default(); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	if r.targets, err = res.Resolve(ref); err != nil {
+		return nil, usageError{err}
+	}
+	if sess.ID == "" {
+		if sess, err = st.CreateSession(ctx, f.agent, ref); err != nil {
+			return nil, err
+		}
+		if titleHint != "" {
+			st.SetTitle(ctx, sess.ID, title(titleHint))
+		}
+	} else if f.model != "" && f.model != sess.Model {
+		st.SetModel(ctx, sess.ID, f.model)
+	}
+	r.sess = sess
+	f.session = sess.ID
+	comp, o, err := f.open(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	info, _, _ := comp.Info()
+	events(&agent.SessionEvent{SessionID: sess.ID, Agent: f.agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
+	if r.box, err = comp.Start(ctx, sess.ID, o); err != nil {
+		return nil, err
+	}
+	reg, err := tool.NewRegistry(tool.Builtin()...)
+	if err != nil {
+		return nil, err
+	}
+	r.chain = &models.Chain{Targets: r.targets, Open: models.Open}
+	instructions, err := agentInstructions(cfg.Agent(f.agent))
+	if err != nil {
+		return nil, err
+	}
+	var mounts []agent.Mount
+	for _, m := range o.Mounts {
+		mounts = append(mounts, agent.Mount{Guest: m.Guest, ReadOnly: m.ReadOnly})
+	}
+	system := agent.SystemPrompt(agent.Computer{
+		Distro: string(info.Distro), Version: info.Version, PackageManager: string(info.PackageManager),
+		Network: o.Network, Mounts: mounts,
+	}, instructions, time.Now())
+	chain := r.chain
+	r.acfg = agent.Config{
+		Model:     chain,
+		ModelName: r.targets[0].Model,
+		Store:     st,
+		Tools:     &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images}},
+		System:    system,
+		MaxTurns:  f.maxTurns,
+		Thinking:  thinking,
+		Emit:      events,
+		Cost:      func(u llm.Usage) float64 { return chain.Answered.Info.Cost(u) },
+		OnUsage: func(u llm.Usage, latency time.Duration) {
+			st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
+				Session: sess.ID, Model: chain.Answered.Ref, Purpose: store.PurposeConversation,
+				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
+				CostUSD: chain.Answered.Info.Cost(u), Latency: latency,
+			})
+		},
+	}
+	ok = true
+	return r, nil
+}
+
+// send runs the agent on one prompt.
+func (r *runner) send(ctx context.Context, prompt string) (agent.Result, error) {
+	return agent.Run(ctx, r.acfg, r.sess.ID, llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}})
+}
+
+func (r *runner) close() {
+	if r.box != nil {
+		r.box.Close()
+	}
+	r.st.Close()
 }
 
 // chooseSession finds the session to continue, or returns a zero one

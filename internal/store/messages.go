@@ -37,7 +37,8 @@ type AppendOptions struct {
 // order. The head is read inside the transaction, so appends racing
 // with each other or with SetHead each extend whatever head they find.
 //
-// A message's role must be llm.User or llm.Assistant.
+// A message's role must be llm.User or llm.Assistant. Appending no
+// messages does nothing.
 func (s *Store) Append(ctx context.Context, sessionID string, msgs ...llm.Message) ([]string, error) {
 	return s.AppendWith(ctx, sessionID, AppendOptions{}, msgs...)
 }

@@ -113,7 +113,7 @@ func migrateStep(ctx context.Context, db *sql.DB) (done bool, err error) {
 	}
 	switch {
 	case v > len(migrations):
-		return false, fmt.Errorf("%w: user_version %d, this den knows up to %d; upgrade den", ErrSchemaTooNew, v, len(migrations))
+		return false, fmt.Errorf("%w (user_version %d, this den knows up to %d): upgrade den", ErrSchemaTooNew, v, len(migrations))
 	case v == len(migrations):
 		return true, nil
 	}

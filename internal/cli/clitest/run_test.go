@@ -176,3 +176,32 @@ func TestSessionsListShowRm(t *testing.T) {
 		t.Errorf("show after rm: %s", out)
 	}
 }
+
+func TestChatFromPipe(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_9", Name: "shell_execute", Input: `{"command":"echo chat-ran"}`}}},
+		llmtest.Turn{Text: "First answer."},
+		llmtest.Turn{Text: "Second answer."},
+	)
+	d := newDen(t)
+	cmd := exec.Command(d.Bin, "chat", "--rootfs", "busybox")
+	cmd.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
+	cmd.Stdin = strings.NewReader("run something\n/help\n/model\nagain\n/exit\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	s := string(out)
+	for _, want := range []string{"⚙ shell_execute echo chat-ran", "✓ chat-ran", "First answer.", "/new", "anthropic/claude-sonnet-4-5", "Second answer."} {
+		if !strings.Contains(s, want) {
+			t.Errorf("chat output lacks %q:\n%s", want, s)
+		}
+	}
+	// Both prompts went to one session: the third request has all of it.
+	reqs := fake.Requests()
+	if len(reqs) != 3 || !strings.Contains(string(reqs[2].Body), "run something") || !strings.Contains(string(reqs[2].Body), "First answer.") {
+		t.Errorf("requests: %d", len(reqs))
+	}
+}

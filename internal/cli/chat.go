@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"den.dev/den/internal/agent"
+	"den.dev/den/internal/llm"
+)
+
+const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's current turn
+(twice at the prompt quits). Commands:
+  /new              start a new session
+  /sessions         list this agent's recent sessions
+  /model [REF]      show or change the model (provider/model, a group, or a chain)
+  /help             this text
+  /exit             quit
+`
+
+func chatCmd(g *globals) *cobra.Command {
+	f := &runFlags{}
+	c := &cobra.Command{
+		Use:   "chat",
+		Short: "Chat with the agent in the terminal",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return chat(cmd.Context(), g, f)
+		},
+	}
+	c.Flags().StringVar(&f.agent, "agent", "default", "agent to chat with")
+	c.Flags().StringVar(&f.sessionID, "session", "", "continue this session")
+	c.Flags().BoolVar(&f.cont, "continue", false, "continue the agent's latest session")
+	c.Flags().StringVar(&f.model, "model", "", "model ref, group, or comma-separated chain")
+	c.Flags().StringVar(&f.thinking, "thinking", "", "thinking level: off, low, medium, high")
+	c.Flags().IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "stop a reply after this many model turns")
+	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer")
+	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
+	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
+	return c
+}
+
+// chatView prints a run's events for a person: text as it streams, each
+// tool call and result on a short line of its own.
+type chatView struct {
+	w     io.Writer
+	color bool
+	mu    sync.Mutex
+	mid   bool // in the middle of a line of text
+}
+
+func (v *chatView) dim(s string) string {
+	if v.color {
+		return "\033[2m" + s + "\033[0m"
+	}
+	return s
+}
+
+func (v *chatView) emit(e agent.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	switch e := e.(type) {
+	case *agent.TextEvent:
+		io.WriteString(v.w, e.Text)
+		v.mid = !strings.HasSuffix(e.Text, "\n")
+	case *agent.ToolCallEvent:
+		v.newline()
+		fmt.Fprintf(v.w, "%s\n", v.dim("  ⚙ "+e.Name+" "+oneLine(callSummary(e), 100)))
+	case *agent.ToolResultEvent:
+		mark := "  ✓ "
+		if e.IsError {
+			mark = "  ✗ "
+		}
+		fmt.Fprintf(v.w, "%s\n", v.dim(mark+oneLine(e.Output, 100)))
+	case *agent.SessionEvent:
+		fmt.Fprintf(v.w, "%s\n", v.dim("session "+e.SessionID+" · agent "+e.Agent))
+	}
+}
+
+func (v *chatView) newline() {
+	if v.mid {
+		io.WriteString(v.w, "\n")
+		v.mid = false
+	}
+}
+
+// callSummary shows the title the model gave, else the command or path.
+func callSummary(e *agent.ToolCallEvent) string {
+	var in map[string]any
+	if err := jsonUnmarshal(e.Input, &in); err != nil {
+		return string(e.Input)
+	}
+	for _, k := range []string{"tool_title", "command", "path"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return string(e.Input)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func chat(ctx context.Context, g *globals, f *runFlags) error {
+	color := false
+	if out, ok := g.stdout.(*os.File); ok {
+		color = term.IsTerminal(int(out.Fd()))
+	}
+	view := &chatView{w: g.stdout, color: color}
+	r, err := newRunner(ctx, g, f, view.emit, "")
+	if err != nil {
+		return err
+	}
+	defer func() { r.close() }()
+	fmt.Fprintf(g.stdout, "den chat · %s · /help for commands\n", r.targets[0].Ref)
+
+	// Ctrl-C stops the current turn; at the prompt, a second one quits.
+	var mu sync.Mutex
+	var cancelTurn context.CancelFunc
+	interrupts := 0
+	g.mu.Lock()
+	g.onInterrupt = func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if cancelTurn != nil {
+			cancelTurn()
+			return true
+		}
+		interrupts++
+		if interrupts >= 2 {
+			return false
+		}
+		fmt.Fprint(g.stdout, "\n(press Ctrl-C again or type /exit to quit)\n> ")
+		return true
+	}
+	g.mu.Unlock()
+
+	in := bufio.NewReader(g.stdin)
+	titled := r.sess.Title != ""
+	for {
+		fmt.Fprint(g.stdout, "> ")
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(g.stdout)
+			return nil
+		}
+		line = strings.TrimSpace(line)
+		mu.Lock()
+		interrupts = 0
+		mu.Unlock()
+		switch {
+		case line == "":
+			continue
+		case line == "/exit" || line == "/quit":
+			return nil
+		case line == "/help":
+			io.WriteString(g.stdout, chatHelp)
+			continue
+		case line == "/new":
+			r.close()
+			f.sessionID, f.cont = "", false
+			if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+				return err
+			}
+			titled = false
+			continue
+		case line == "/sessions":
+			list, err := r.st.ListSessions(ctx, f.agent, 10)
+			if err != nil {
+				fmt.Fprintln(g.stdout, "error:", err)
+			}
+			for _, s := range list {
+				fmt.Fprintf(g.stdout, "  %s  %s  %s\n", s.ID, s.Updated.Local().Format("01-02 15:04"), s.Title)
+			}
+			continue
+		case line == "/model" || strings.HasPrefix(line, "/model "):
+			ref := strings.TrimSpace(strings.TrimPrefix(line, "/model"))
+			if ref == "" {
+				fmt.Fprintln(g.stdout, "model:", r.targets[0].Ref)
+				continue
+			}
+			old := f.model
+			f.model, f.sessionID, f.cont = ref, r.sess.ID, false
+			r.close()
+			if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+				fmt.Fprintln(g.stdout, "error:", err)
+				f.model = old
+				if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+					return err
+				}
+			}
+			continue
+		case strings.HasPrefix(line, "/"):
+			fmt.Fprintln(g.stdout, "unknown command; /help lists them")
+			continue
+		}
+		if !titled {
+			r.st.SetTitle(ctx, r.sess.ID, title(line))
+			titled = true
+		}
+		turnCtx, cancel := context.WithCancel(ctx)
+		mu.Lock()
+		cancelTurn = cancel
+		mu.Unlock()
+		res, err := r.send(turnCtx, line)
+		mu.Lock()
+		cancelTurn = nil
+		mu.Unlock()
+		cancel()
+		view.newline()
+		switch {
+		case errors.Is(err, agent.ErrCanceled):
+			fmt.Fprintln(g.stdout, view.dim("(stopped)"))
+		case err != nil:
+			fmt.Fprintln(g.stdout, "error:", err)
+		case res.Stop != llm.StopEndTurn:
+			fmt.Fprintln(g.stdout, view.dim("(stopped: "+string(res.Stop)+")"))
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
