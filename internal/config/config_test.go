@@ -84,3 +84,49 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+func TestSetKeepsCommentsAndGetMasksSecrets(t *testing.T) {
+	p := write(t, "# my den\n[agents.default]\n# the model\nmodel = \"anthropic/claude-sonnet-4-5\"\n")
+	old, err := Set(p, "agents.default.model", "openai/gpt-5")
+	if err != nil || old != `"anthropic/claude-sonnet-4-5"` {
+		t.Fatalf("set: %q %v", old, err)
+	}
+	if _, err := Set(p, "agents.default.pids", "100"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Set(p, "providers.local.type", "openai"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Set(p, "providers.local.api_key", "sk-secret-123"); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	s := string(b)
+	for _, want := range []string{"# my den", "# the model", `model = "openai/gpt-5"`, "pids = 100", "[providers.local]"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("file lacks %q:\n%s", want, s)
+		}
+	}
+	c, err := Load(p, true)
+	if err != nil || c.Agent("default").Pids != 100 || c.Providers["local"].APIKey != "sk-secret-123" {
+		t.Fatalf("reload: %v %+v", err, c)
+	}
+	got, err := Get(p, "providers")
+	if err != nil || strings.Contains(got, "sk-secret") || !strings.Contains(got, "providers.local.api_key = \"********\"") {
+		t.Errorf("get providers: %q %v", got, err)
+	}
+	if got, _ := Get(p, "agents.default.model"); got != `"openai/gpt-5"` {
+		t.Errorf("get model: %q", got)
+	}
+	if _, err := Get(p, "agents.nobody.model"); !errors.Is(err, ErrNoKey) {
+		t.Errorf("missing key: %v", err)
+	}
+	// A value that makes the file invalid is refused, and nothing changes.
+	before, _ := os.ReadFile(p)
+	if _, err := Set(p, "agents.default.network", "sometimes"); err == nil {
+		t.Error("invalid value accepted")
+	}
+	if after, _ := os.ReadFile(p); string(after) != string(before) {
+		t.Error("file changed by a refused set")
+	}
+}
