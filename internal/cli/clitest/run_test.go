@@ -205,3 +205,47 @@ func TestChatFromPipe(t *testing.T) {
 		t.Errorf("requests: %d", len(reqs))
 	}
 }
+
+// TestRunEveryAPI runs the same tool-using conversation through each
+// provider API's fake: the command runs in the sandbox and its output
+// reaches the next request in that API's own shape.
+func TestRunEveryAPI(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	turns := func(id string) []llmtest.Turn {
+		return []llmtest.Turn{
+			{Calls: []llmtest.Call{{ID: id, Name: "shell_execute", Input: `{"command":"echo api-$((6*7))"}`}}, InputTokens: 10, OutputTokens: 5},
+			{Text: "It printed api-42.", InputTokens: 20, OutputTokens: 5},
+		}
+	}
+	for _, c := range []struct {
+		name, model string
+		fake       func(testing.TB, ...llmtest.Turn) *llmtest.Server
+		env        func(url string) []string
+		callID     string
+	}{
+		{"openai", "openai/gpt-5", llmtest.NewOpenAI, func(u string) []string { return []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + u + "/v1"} }, "call_1"},
+		{"openai-responses", "openai-responses/gpt-5", llmtest.NewResponses, func(u string) []string { return []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + u + "/v1"} }, "call_1"},
+		{"gemini", "gemini/gemini-2.5-pro", llmtest.NewGemini, func(u string) []string { return []string{"GEMINI_API_KEY=test", "GEMINI_BASE_URL=" + u} }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := c.fake(t, turns(c.callID)...)
+			d := newDen(t)
+			events, r := runJSON(t, d, c.env(fake.URL), "--rootfs", "busybox", "--model", c.model, "compute")
+			if r.Code != 0 {
+				t.Fatalf("den run: %s", r)
+			}
+			res := ofType(events, "tool_result")
+			if len(res) != 1 || !strings.Contains(res[0]["output"].(string), "api-42") {
+				t.Fatalf("tool result: %v\n%s", res, r)
+			}
+			if done := ofType(events, "done"); len(done) != 1 || done[0]["text"] != "It printed api-42." {
+				t.Errorf("done: %v", done)
+			}
+			reqs := fake.Requests()
+			if len(reqs) != 2 || !strings.Contains(string(reqs[1].Body), "api-42") {
+				t.Errorf("second request lacks the result (%d requests)", len(reqs))
+			}
+		})
+	}
+}
