@@ -220,9 +220,9 @@ func TestRunEveryAPI(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, model string
-		fake       func(testing.TB, ...llmtest.Turn) *llmtest.Server
-		env        func(url string) []string
-		callID     string
+		fake        func(testing.TB, ...llmtest.Turn) *llmtest.Server
+		env         func(url string) []string
+		callID      string
 	}{
 		{"openai", "openai/gpt-5", llmtest.NewOpenAI, func(u string) []string { return []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + u + "/v1"} }, "call_1"},
 		{"openai-responses", "openai-responses/gpt-5", llmtest.NewResponses, func(u string) []string { return []string{"OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + u + "/v1"} }, "call_1"},
