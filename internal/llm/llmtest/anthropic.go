@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"unicode/utf8"
 )
 
 // NewAnthropic starts a fake Anthropic Messages API that answers
@@ -72,7 +73,7 @@ func WriteAnthropic(w http.ResponseWriter, r *http.Request, turn Turn) {
 		block(`{"type": "thinking", "thinking": "", "signature": ""}`, deltas)
 	}
 	if turn.Text != "" {
-		n := max(3, (len([]rune(turn.Text))+AnthropicDeltaRunes-1)/AnthropicDeltaRunes)
+		n := max(3, (utf8.RuneCountInString(turn.Text)+AnthropicDeltaRunes-1)/AnthropicDeltaRunes)
 		var deltas []string
 		for _, c := range Chunks(turn.Text, n) {
 			deltas = append(deltas, `{"type": "text_delta", "text": `+quote(c)+`}`)
