@@ -55,5 +55,5 @@ fi
 export PATH="$(dirname "$GO"):$PATH"
 
 mkdir -p bin
-GOTOOLCHAIN=local "$GO" build -trimpath -o bin/den ./cmd/den
+GOTOOLCHAIN=local "$GO" build -trimpath -ldflags="-s -w" -o bin/den ./cmd/den
 echo "setup: built $(pwd)/bin/den with $("$GO" version)" >&2

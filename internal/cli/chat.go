@@ -56,6 +56,7 @@ type chatView struct {
 	color bool
 	mu    sync.Mutex
 	mid   bool // in the middle of a line of text
+	md    markdown
 }
 
 func (v *chatView) dim(s string) string {
@@ -70,7 +71,11 @@ func (v *chatView) emit(e agent.Event) {
 	defer v.mu.Unlock()
 	switch e := e.(type) {
 	case *agent.TextEvent:
-		io.WriteString(v.w, e.Text)
+		if v.color {
+			io.WriteString(v.w, v.md.feed(e.Text))
+		} else {
+			io.WriteString(v.w, e.Text)
+		}
 		v.mid = !strings.HasSuffix(e.Text, "\n")
 	case *agent.ToolCallEvent:
 		v.newline()
@@ -87,6 +92,9 @@ func (v *chatView) emit(e agent.Event) {
 }
 
 func (v *chatView) newline() {
+	if v.color {
+		io.WriteString(v.w, v.md.flush())
+	}
 	if v.mid {
 		io.WriteString(v.w, "\n")
 		v.mid = false
