@@ -68,6 +68,8 @@ func (c *Collector) Add(ev Event) {
 	case *Done:
 		c.turn.Stop = e.Stop
 		c.turn.Done = true
+	case *Retry:
+		*c = Collector{}
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"time"
 )
 
 // Role is who wrote a message.
@@ -126,8 +127,8 @@ type Request struct {
 }
 
 // Event is one element of a stream: *TextDelta, *ThinkingDelta,
-// *ThinkingDone, *ToolCallStart, *ToolCallDelta, *ToolCallDone, *Usage
-// or *Done.
+// *ThinkingDone, *ToolCallStart, *ToolCallDelta, *ToolCallDone, *Usage,
+// *Retry, *Answered or *Done.
 type Event interface{ isEvent() }
 
 // TextDelta is more answer text.
@@ -184,6 +185,21 @@ const (
 // Done ends a turn.
 type Done struct{ Stop StopReason }
 
+// Retry says the attempt failed and the turn starts over after Delay
+// (possibly with another model): consumers drop everything the failed
+// attempt streamed. Adapters never send it; the retry layer above them
+// does.
+type Retry struct {
+	Attempt int // 1 for the first retry
+	Delay   time.Duration
+	Reason  string // the error class and message
+	Model   string // the model ref the next attempt uses
+}
+
+// Answered names the model ref whose stream follows (sent by the
+// fallback layer at the start of each attempt).
+type Answered struct{ Model string }
+
 func (*TextDelta) isEvent()     {}
 func (*ThinkingDelta) isEvent() {}
 func (*ThinkingDone) isEvent()  {}
@@ -192,6 +208,8 @@ func (*ToolCallDelta) isEvent() {}
 func (*ToolCallDone) isEvent()  {}
 func (*Usage) isEvent()         {}
 func (*Done) isEvent()          {}
+func (*Retry) isEvent()         {}
+func (*Answered) isEvent()      {}
 
 // Model streams one turn of a conversation.
 type Model interface {
