@@ -54,6 +54,8 @@ type Config struct {
 	Cost func(u llm.Usage) float64
 	// MaxParallel bounds tool calls running at once (0: 10).
 	MaxParallel int
+	// Budget stops the run before a request would cross it.
+	Budget Budget
 }
 
 // DefaultMaxTurns bounds the model turns of one run.
@@ -89,9 +91,10 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 		return Result{}, fmt.Errorf("agent: save prompt: %w", err)
 	}
 	var res Result
+	m := &meter{b: cfg.Budget}
 	for res.Turns < cfg.MaxTurns {
 		res.Turns++
-		turn, err := step(ctx, cfg, sessionID)
+		turn, err := step(ctx, cfg, sessionID, m)
 		if err != nil {
 			return res, err
 		}
@@ -115,10 +118,13 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 }
 
 // step streams one model turn from the stored history.
-func step(ctx context.Context, cfg Config, sessionID string) (llm.Turn, error) {
+func step(ctx context.Context, cfg Config, sessionID string, m *meter) (llm.Turn, error) {
 	history, err := cfg.Store.History(ctx, sessionID)
 	if err != nil {
 		return llm.Turn{}, fmt.Errorf("agent: history: %w", err)
+	}
+	if err := m.check(estimateTokens(cfg.System, history, cfg.Tools.Specs()), cfg.Cost); err != nil {
+		return llm.Turn{}, err
 	}
 	req := &llm.Request{
 		Model:     cfg.ModelName,
@@ -149,6 +155,7 @@ func step(ctx context.Context, cfg Config, sessionID string) (llm.Turn, error) {
 		if cfg.Cost != nil {
 			ev.CostUSD = cfg.Cost(turn.Usage)
 		}
+		m.add(turn.Usage, ev.CostUSD)
 		cfg.Emit(ev)
 	}
 	switch {
@@ -183,6 +190,10 @@ func emitStream(emit func(Event), ev llm.Event) {
 		emit(&TextEvent{Text: e.Text})
 	case *llm.ThinkingDelta:
 		emit(&ThinkingEvent{Text: e.Text})
+	case *llm.Retry:
+		emit(&RetryEvent{Attempt: e.Attempt, Delay: e.Delay, Reason: e.Reason, Model: e.Model})
+	case *llm.Answered:
+		emit(&ModelEvent{Model: e.Model})
 	}
 }
 

@@ -265,3 +265,29 @@ func (instantTools) Concurrent(*llm.ToolCall) bool { return true }
 func (instantTools) Call(context.Context, *llm.ToolCall, bool) llm.ToolResult {
 	return llm.ToolResult{}
 }
+
+func TestBudgetStopsBeforeCrossing(t *testing.T) {
+	var turns [][]llm.Event
+	for i := range 10 {
+		turns = append(turns, append(callTurn(mkcall(string(rune('a'+i)), "read"))[:3], &llm.Usage{InputTokens: 1000, OutputTokens: 1000}, &llm.Done{Stop: llm.StopToolUse}))
+	}
+	m := &scripted{turns: turns}
+	store := &memStore{}
+	price := func(u llm.Usage) float64 { return float64(u.InputTokens+u.OutputTokens) / 1e6 } // $1 per million
+	_, err := Run(context.Background(), Config{Model: m, Store: store, Tools: &fakeTools{}, Cost: price,
+		Budget: Budget{MaxCostUSD: 0.0055}}, "s", prompt("spend"))
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("err %v", err)
+	}
+	// Each turn costs $0.002: the third request would cross $0.0055.
+	if len(m.reqs) != 2 {
+		t.Errorf("%d requests sent, want 2", len(m.reqs))
+	}
+	assertPaired(t, store.msgs)
+	m = &scripted{turns: turns}
+	_, err = Run(context.Background(), Config{Model: m, Store: &memStore{}, Tools: &fakeTools{},
+		Budget: Budget{MaxTokens: 5000, SpentTokens: 1500}}, "s", prompt("spend"))
+	if !errors.Is(err, ErrBudget) || len(m.reqs) != 1 {
+		t.Errorf("token budget: %v after %d requests", err, len(m.reqs))
+	}
+}

@@ -2,13 +2,14 @@ package agent
 
 import (
 	"encoding/json"
+	"time"
 
 	"den.dev/den/internal/llm"
 )
 
 // Event is what a run reports to the faces: *SessionEvent, *TextEvent,
 // *ThinkingEvent, *ToolCallEvent, *ToolResultEvent, *UsageEvent,
-// *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
+// *RetryEvent, *ModelEvent, *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
 type Event interface{ isEvent() }
 
 // SessionEvent opens a run.
@@ -44,6 +45,18 @@ type UsageEvent struct {
 	CostUSD float64
 }
 
+// RetryEvent says the current attempt failed and the turn starts over
+// after Delay: what it streamed so far is void.
+type RetryEvent struct {
+	Attempt int
+	Delay   time.Duration
+	Reason  string
+	Model   string
+}
+
+// ModelEvent names the model answering from here on.
+type ModelEvent struct{ Model string }
+
 // ErrorEvent reports an error that ended the run.
 type ErrorEvent struct{ Message string }
 
@@ -60,4 +73,6 @@ func (*ToolCallEvent) isEvent()   {}
 func (*ToolResultEvent) isEvent() {}
 func (*UsageEvent) isEvent()      {}
 func (*ErrorEvent) isEvent()      {}
+func (*RetryEvent) isEvent()      {}
+func (*ModelEvent) isEvent()      {}
 func (*DoneEvent) isEvent()       {}

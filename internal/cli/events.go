@@ -54,6 +54,19 @@ func (j *jsonEvents) emit(e agent.Event) {
 			CacheWriteTokens int64   `json:"cache_write_tokens"`
 			CostUSD          float64 `json:"cost_usd"`
 		}{"usage", e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD}
+	case *agent.RetryEvent:
+		v = struct {
+			Type    string `json:"type"`
+			Attempt int    `json:"attempt"`
+			DelayMS int64  `json:"delay_ms"`
+			Reason  string `json:"reason"`
+			Model   string `json:"model,omitempty"`
+		}{"retry", e.Attempt, e.Delay.Milliseconds(), e.Reason, e.Model}
+	case *agent.ModelEvent:
+		v = struct {
+			Type  string `json:"type"`
+			Model string `json:"model"`
+		}{"model", e.Model}
 	case *agent.ErrorEvent:
 		v = struct {
 			Type    string `json:"type"`

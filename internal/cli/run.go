@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,6 +34,8 @@ type runFlags struct {
 	maxTurns  int
 	yes       bool
 	sessionID string
+	budget    string
+	sbudget   string
 }
 
 func runCmd(g *globals) *cobra.Command {
@@ -62,6 +65,8 @@ itself, 1 otherwise (130 when interrupted).`,
 	c.Flags().StringVar(&f.thinking, "thinking", "", "thinking level: off, low, medium, high")
 	c.Flags().IntVar(&f.maxTurns, "max-turns", agent.DefaultMaxTurns, "stop after this many model turns")
 	c.Flags().BoolVar(&f.yes, "yes", false, "approve what would otherwise need a person's approval")
+	c.Flags().StringVar(&f.budget, "budget", "", `stop before this run spends more: dollars ("0.50", "$2") or tokens ("200k tokens")`)
+	c.Flags().StringVar(&f.sbudget, "session-budget", "", "the same limit for the whole session, this run included")
 	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer: alpine[:VERSION], debian[:SUITE], ubuntu[:SUITE], tar:PATH, dir:PATH, busybox")
 	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
 	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
@@ -108,6 +113,13 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 	case errors.Is(err, agent.ErrCanceled):
 		events(&agent.DoneEvent{Stop: "canceled", Text: result.Text})
 		return exitError{130}
+	case errors.Is(err, agent.ErrBudget):
+		events(&agent.ErrorEvent{Message: err.Error()})
+		events(&agent.DoneEvent{Stop: "budget", Text: result.Text})
+		if !f.json {
+			fmt.Fprintln(g.stderr, "den:", err)
+		}
+		return exitError{1}
 	case err != nil:
 		events(&agent.ErrorEvent{Message: err.Error()})
 		events(&agent.DoneEvent{Stop: result.Stop, Text: result.Text})
@@ -198,6 +210,10 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 	}
 	r.sess = sess
 	f.session = sess.ID
+	budget, err := parseBudgets(f.budget, f.sbudget, sess)
+	if err != nil {
+		return nil, err
+	}
 	comp, o, err := f.open(ctx, g)
 	if err != nil {
 		return nil, err
@@ -233,6 +249,7 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		System:    system,
 		MaxTurns:  f.maxTurns,
 		Thinking:  thinking,
+		Budget:    budget,
 		Emit:      events,
 		Cost:      func(u llm.Usage) float64 { return chain.Answered.Info.Cost(u) },
 		OnUsage: func(u llm.Usage, latency time.Duration) {
@@ -338,4 +355,61 @@ func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
 func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) llm.ToolResult {
 	res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
 	return res
+}
+
+// parseBudget reads "0.50", "$2" or "2usd" as dollars, and "200k tokens",
+// "1.5m tok" or "50000t" as tokens.
+func parseBudget(s string) (usd float64, tokens int64, err error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	if t == "" {
+		return 0, 0, nil
+	}
+	bad := usageError{fmt.Errorf("budget %q: want dollars (0.50, $2) or tokens (200k tokens)", s)}
+	for _, suf := range []string{"tokens", "token", "tok", "t"} {
+		if rest, ok := strings.CutSuffix(t, suf); ok {
+			rest = strings.TrimSpace(rest)
+			mult := 1.0
+			switch {
+			case strings.HasSuffix(rest, "k"):
+				mult, rest = 1e3, strings.TrimSuffix(rest, "k")
+			case strings.HasSuffix(rest, "m"):
+				mult, rest = 1e6, strings.TrimSuffix(rest, "m")
+			}
+			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil || n <= 0 {
+				return 0, 0, bad
+			}
+			return 0, int64(n * mult), nil
+		}
+	}
+	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(t, "$"), "usd"))
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, 0, bad
+	}
+	return v, 0, nil
+}
+
+// parseBudgets combines the run and session budgets: the tighter limit
+// of each kind wins, a session budget counting what the session spent.
+func parseBudgets(run, session string, sess store.Session) (agent.Budget, error) {
+	var b agent.Budget
+	usd, tok, err := parseBudget(run)
+	if err != nil {
+		return b, err
+	}
+	b.MaxCostUSD, b.MaxTokens = usd, tok
+	susd, stok, err := parseBudget(session)
+	if err != nil {
+		return b, err
+	}
+	spentUSD := sess.Usage.CostUSD
+	spentTok := sess.Usage.InputTokens + sess.Usage.OutputTokens + sess.Usage.CacheReadTokens + sess.Usage.CacheWriteTokens
+	if susd > 0 && (b.MaxCostUSD == 0 || susd-spentUSD < b.MaxCostUSD) {
+		b.MaxCostUSD, b.SpentCostUSD = susd, spentUSD
+	}
+	if stok > 0 && (b.MaxTokens == 0 || stok-spentTok < b.MaxTokens) {
+		b.MaxTokens, b.SpentTokens = stok, spentTok
+	}
+	return b, nil
 }

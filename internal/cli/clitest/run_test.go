@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -247,5 +248,43 @@ func TestRunEveryAPI(t *testing.T) {
 				t.Errorf("second request lacks the result (%d requests)", len(reqs))
 			}
 		})
+	}
+}
+
+func TestBudgetAndUsage(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	var turns []llmtest.Turn
+	for i := range 20 {
+		turns = append(turns, llmtest.Turn{Calls: []llmtest.Call{{ID: fmt.Sprintf("toolu_%d", i), Name: "shell_execute", Input: `{"command":"true"}`}},
+			InputTokens: 100_000, OutputTokens: 1000})
+	}
+	fake := llmtest.NewAnthropic(t, turns...)
+	d := newDen(t)
+	env := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}
+	// claude-sonnet-4-5 at $3/M input, $15/M output: $0.315 a turn.
+	events, r := runJSON(t, d, env, "--rootfs", "busybox", "--budget", "$1", "spend")
+	if r.Code != 1 {
+		t.Fatalf("budget run: %s", r)
+	}
+	done := ofType(events, "done")
+	if len(done) != 1 || done[0]["stop_reason"] != "budget" || len(ofType(events, "error")) != 1 {
+		t.Errorf("done: %v", done)
+	}
+	var spent float64
+	for _, u := range ofType(events, "usage") {
+		spent += u["cost_usd"].(float64)
+	}
+	if spent > 1 || spent < 0.5 || len(fake.Requests()) != 3 {
+		t.Errorf("spent $%.3f in %d requests; want under $1 after 3", spent, len(fake.Requests()))
+	}
+	id := ofType(events, "session")[0]["session_id"].(string)
+	out := d.MustRun("usage", "--session", id, "--json")
+	var u map[string]float64
+	if err := json.Unmarshal([]byte(out.Stdout), &u); err != nil || u["requests"] != 3 || u["input_tokens"] != 300_000 || fmt.Sprintf("%.3f", u["cost_usd"]) != fmt.Sprintf("%.3f", spent) {
+		t.Errorf("usage: %v %v", u, err)
+	}
+	if out := d.MustRun("usage"); !strings.Contains(out.Stdout, "requests      3") {
+		t.Errorf("agent usage: %s", out.Stdout)
 	}
 }
