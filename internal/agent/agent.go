@@ -129,7 +129,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter) (llm.Turn
 	req := &llm.Request{
 		Model:     cfg.ModelName,
 		System:    cfg.System,
-		Messages:  history,
+		Messages:  llm.Alternate(history),
 		Tools:     cfg.Tools.Specs(),
 		MaxTokens: cfg.MaxTokens,
 		Thinking:  cfg.Thinking,

@@ -131,3 +131,33 @@ func TextOf(m Message) string {
 	}
 	return b.String()
 }
+
+// Alternate merges consecutive messages of the same role into one, so
+// that what is sent alternates between user and assistant, as every
+// provider API requires (stored history may hold two user messages in a
+// row: tool results committed just before a crash, then the next
+// prompt). In a merged user message tool results come first.
+func Alternate(msgs []Message) []Message {
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			prev := &out[n-1]
+			parts := append(append([]Part(nil), prev.Parts...), m.Parts...)
+			if m.Role == User {
+				var results, rest []Part
+				for _, p := range parts {
+					if _, ok := p.(*ToolResult); ok {
+						results = append(results, p)
+					} else {
+						rest = append(rest, p)
+					}
+				}
+				parts = append(results, rest...)
+			}
+			prev.Parts = parts
+			continue
+		}
+		out = append(out, Message{Role: m.Role, Parts: m.Parts})
+	}
+	return out
+}
