@@ -40,14 +40,10 @@ func (c *Chain) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 				}
 				continue
 			}
-			r := *req
-			r.Model = t.Model
-			if r.MaxTokens <= 0 || (t.Info.MaxOutput > 0 && r.MaxTokens > t.Info.MaxOutput) {
-				r.MaxTokens = min(max(t.Info.MaxOutput, 1024), 32_000)
-			}
+			r := Prepare(t, req, 0)
 			started := false
 			failed := false
-			for ev, err := range m.Stream(ctx, &r) {
+			for ev, err := range m.Stream(ctx, r) {
 				if err != nil {
 					if started || ctx.Err() != nil {
 						yield(nil, err)
@@ -74,4 +70,27 @@ func (c *Chain) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 		}
 		yield(nil, fmt.Errorf("every model failed: %w", errors.Join(errs...)))
 	}
+}
+
+// Prepare fits a request to a target: its model name, a max output
+// clamped to what the model allows (and to the window left after the
+// estimated input), and no thinking for a model without it.
+func Prepare(t Target, req *llm.Request, estInput int64) *llm.Request {
+	r := *req
+	r.Model = t.Model
+	limit := t.Info.MaxOutput
+	if limit <= 0 {
+		limit = 8192
+	}
+	if free := int64(t.Info.ContextWindow) - estInput; t.Info.ContextWindow > 0 && free < int64(limit) {
+		limit = int(max(free, 1024))
+	}
+	if r.MaxTokens <= 0 {
+		r.MaxTokens = min(limit, 32_000)
+	}
+	r.MaxTokens = min(r.MaxTokens, limit)
+	if !t.Info.Thinking && r.Thinking != "" {
+		r.Thinking = llm.ThinkingOff
+	}
+	return &r
 }

@@ -118,3 +118,19 @@ func TestChainFallsOver(t *testing.T) {
 		t.Errorf("text %q answered %s switched %v", text, c.Answered.Ref, switched)
 	}
 }
+
+func TestPrepareClamps(t *testing.T) {
+	tg := Target{Model: "m", Info: Info{ContextWindow: 100_000, MaxOutput: 64_000, Thinking: false}}
+	r := Prepare(tg, &llm.Request{Thinking: llm.ThinkingHigh}, 90_000)
+	if r.Model != "m" || r.MaxTokens != 10_000 || r.Thinking != llm.ThinkingOff {
+		t.Errorf("clamped %+v", r)
+	}
+	r = Prepare(tg, &llm.Request{MaxTokens: 500_000}, 0)
+	if r.MaxTokens != 64_000 {
+		t.Errorf("max tokens %d", r.MaxTokens)
+	}
+	r = Prepare(tg, &llm.Request{}, 0)
+	if r.MaxTokens != 32_000 {
+		t.Errorf("default max tokens %d", r.MaxTokens)
+	}
+}

@@ -167,8 +167,12 @@ func (r *run) stream(ctx context.Context, req *llm.Request, yield func(llm.Event
 		if !yield(&llm.Retry{Attempt: n, Delay: delay, Reason: reason, Model: r.m.Targets[i].Ref}, nil) {
 			return
 		}
-		if err := r.sleep(ctx, delay); err != nil {
-			yield(nil, &Error{Ref: r.m.Targets[i].Ref, Class: Canceled, Attempts: attempts, Err: err})
+		wait := ctx.Err()
+		if delay > 0 {
+			wait = r.sleep(ctx, delay)
+		}
+		if wait != nil {
+			yield(nil, &Error{Ref: r.m.Targets[i].Ref, Class: Canceled, Attempts: attempts, Err: wait})
 			return
 		}
 	}
