@@ -107,7 +107,7 @@ const BlockedPrefix = "[LOOP BLOCKED]"
 func (g *Guard) Before(call *llm.ToolCall, known bool) (block bool, warning string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	rec := &record{id: call.ID, name: call.Name, key: Key(call, g.ignore), known: known}
+	rec := &record{id: call.ID, name: call.Name, key: callKey(call, g.ignore), known: known}
 	if known {
 		rec.poll = g.cfg.Poll(call)
 	}
@@ -145,7 +145,7 @@ func (g *Guard) Before(call *llm.ToolCall, known bool) (block bool, warning stri
 func (g *Guard) After(call *llm.ToolCall, result llm.ToolResult) (warning string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	key := Key(call, g.ignore)
+	key := callKey(call, g.ignore)
 	var rec *record
 	for i := len(g.window) - 1; i >= 0; i-- {
 		if r := g.window[i]; !r.done && r.id == call.ID && r.key == key {
@@ -168,9 +168,12 @@ func (g *Guard) After(call *llm.ToolCall, result llm.ToolResult) (warning string
 		s = &streak{}
 		g.streaks[key] = s
 	}
-	if s.count > 0 && s.last == rec.result {
+	switch {
+	case s.last == rec.result:
+		// The same again (after progress elsewhere, count is 0 and the
+		// streak starts over).
 		s.count++
-	} else {
+	default:
 		s.last, s.count = rec.result, 1
 		if !rec.poll {
 			// Something new happened: repeats of other calls start over.
@@ -183,14 +186,14 @@ func (g *Guard) After(call *llm.ToolCall, result llm.ToolResult) (warning string
 	}
 
 	same, distinct := g.windowCount(key)
-	w := g.cfg.Warning
+	w, limit := g.cfg.Warning, g.cfg.Breaker
+	if rec.poll {
+		limit = min(g.cfg.Critical, g.cfg.Breaker)
+	}
 	switch {
-	case rec.poll && s.count < g.cfg.Breaker && s.count >= w && (s.count%w == 0 || s.count == g.cfg.Critical):
+	case s.count <= limit && (s.count >= w && s.count%w == 0 || s.count == limit):
 		g.warned[key] = max(g.warned[key], same/w)
-		return g.pollWarning(call, s.count)
-	case !rec.poll && s.count >= w && s.count%w == 0 || s.count == g.cfg.Breaker:
-		g.warned[key] = max(g.warned[key], same/w)
-		return g.sameWarning(call, s.count, rec.poll)
+		return g.repeatWarning(call, s.count, limit, rec.poll)
 	case same >= w && distinct*2 <= same && same/w > g.warned[key]:
 		g.warned[key] = same / w
 		return fmt.Sprintf("[LOOP WARNING] You made this %s call with identical arguments %d times in your last %d calls (%s), and its results keep repeating. Calling it again will not change the outcome: change your approach, or if you cannot make progress, stop and report the task as failed with what you found.",
@@ -199,22 +202,21 @@ func (g *Guard) After(call *llm.ToolCall, result llm.ToolResult) (warning string
 	return ""
 }
 
-func (g *Guard) pollWarning(call *llm.ToolCall, n int) string {
-	if n >= g.cfg.Critical {
-		return fmt.Sprintf("[LOOP WARNING — FINAL] You checked the same thing with %s %d times in a row and nothing changed (%s). The next identical call will not run. Stop polling and either wait much longer in one call or report failure.", call.Name, n, describe(call))
-	}
-	return fmt.Sprintf("[LOOP WARNING] You checked the same thing with %s %d times in a row and nothing changed (%s). Stop polling and either increase the wait time (one longer sleep) or report failure; after %d identical results the call will be blocked.", call.Name, n, describe(call), g.cfg.Critical)
-}
-
-func (g *Guard) sameWarning(call *llm.ToolCall, n int, poll bool) string {
-	limit := g.cfg.Breaker
+// repeatWarning is the warning for the n-th identical result in a row;
+// limit is where the call gets blocked.
+func (g *Guard) repeatWarning(call *llm.ToolCall, n, limit int, poll bool) string {
+	var what, advice string
 	if poll {
-		limit = g.cfg.Critical
+		what = fmt.Sprintf("You checked the same thing with %s %d times in a row and nothing changed (%s).", call.Name, n, describe(call))
+		advice = "Stop polling and either increase the wait time (one longer sleep, or wait for the condition in a single command) or report failure."
+	} else {
+		what = fmt.Sprintf("You made this %s call %d times in a row and got the same result every time (%s).", call.Name, n, describe(call))
+		advice = "Repeating it will not change the outcome: change your approach, or if you cannot make progress, stop and report the task as failed."
 	}
 	if n >= limit {
-		return fmt.Sprintf("[LOOP WARNING — FINAL] You made this %s call %d times in a row and got the same result every time (%s). The next identical call will not run. Change your approach, or stop and report the task as failed.", call.Name, n, describe(call))
+		return "[LOOP WARNING — FINAL] " + what + " The next identical call will not run. " + advice
 	}
-	return fmt.Sprintf("[LOOP WARNING] You made this %s call %d times in a row and got the same result every time (%s). Repeating it will not change the outcome: change your approach, or if you cannot make progress, stop and report the task as failed. After %d identical results the call will be blocked.", call.Name, n, describe(call), limit)
+	return fmt.Sprintf("[LOOP WARNING] %s %s After %d identical results the call will be blocked.", what, advice, limit)
 }
 
 // push adds a record, dropping the oldest beyond History and

@@ -40,6 +40,11 @@
 // still retries. When no target is left the error is an
 // *ExhaustedError saying what each target did.
 //
+// Each attempt's request is fitted to its target with models.Prepare
+// (model name, output limit, thinking). A refusal the model streams
+// (a Done with llm.StopRefusal) is a complete turn and passes through;
+// the refusal class is for requests a provider rejects on policy.
+//
 // Targets with no API key are skipped without a request, unless their
 // base URL is a server on this machine (Ollama, llama.cpp), as are
 // targets whose adapter fails to open; they appear in the final error.

@@ -124,7 +124,8 @@ type step struct {
 // turns; requests past the script get the fake's last turn.
 type faulty struct {
 	*httptest.Server
-	fake *llmtest.Server
+	fake  *llmtest.Server
+	ended chan struct{} // closed when a stalled request's context ends
 }
 
 func newFaulty(t testing.TB, a adapter, steps ...step) *faulty {
@@ -133,6 +134,9 @@ func newFaulty(t testing.TB, a adapter, steps ...step) *faulty {
 		turns[i] = s.turn
 	}
 	fake := a.fake(t, turns...)
+	f := &faulty{fake: fake, ended: make(chan struct{})}
+	var once sync.Once
+	end := func() { once.Do(func() { close(f.ended) }) }
 	var n atomic.Int64
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		i := int(n.Add(1) - 1)
@@ -143,10 +147,11 @@ func newFaulty(t testing.TB, a adapter, steps ...step) *faulty {
 		for k, v := range s.header {
 			w.Header().Set(k, v)
 		}
-		fake.Config.Handler.ServeHTTP(&faultWriter{ResponseWriter: w, r: r, fault: s.fault, after: a.cutAfter}, r)
+		fake.Config.Handler.ServeHTTP(&faultWriter{ResponseWriter: w, r: r, fault: s.fault, after: a.cutAfter, end: end}, r)
 	}))
 	t.Cleanup(front.Close)
-	return &faulty{Server: front, fake: fake}
+	f.Server = front
+	return f
 }
 
 // Close closes the front server and the fake.
@@ -162,11 +167,13 @@ type faultWriter struct {
 	fault   fault
 	after   int
 	flushes int
+	end     func() // called when a stall ends
 }
 
 func (w *faultWriter) WriteHeader(code int) {
 	if w.fault == stallHeader {
 		<-w.r.Context().Done()
+		w.end()
 		panic(http.ErrAbortHandler)
 	}
 	w.ResponseWriter.WriteHeader(code)
@@ -181,6 +188,7 @@ func (w *faultWriter) Flush() {
 	switch w.fault {
 	case stallMid:
 		<-w.r.Context().Done() // the client gave up
+		w.end()
 		panic(http.ErrAbortHandler)
 	case cutMid:
 		panic(http.ErrAbortHandler)
@@ -213,7 +221,7 @@ type result struct {
 	turn   llm.Turn // collected, resetting on Retry
 }
 
-func run(ctx context.Context, m llm.Model) result {
+func stream(ctx context.Context, m llm.Model) result {
 	var r result
 	var c llm.Collector
 	for ev, err := range m.Stream(ctx, hello()) {
@@ -317,3 +325,5 @@ func noLeaks(t *testing.T, base int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func targetsOf(ts ...models.Target) []models.Target { return ts }

@@ -223,7 +223,7 @@ func (r *run) attempt(ctx context.Context, i int, req *llm.Request, yield func(l
 	}
 
 	content := false
-	for ev, err := range r.models[i].Stream(actx, request(req, t)) {
+	for ev, err := range r.models[i].Stream(actx, models.Prepare(t, req, 0)) {
 		if timer != nil {
 			timer.Stop()
 		}
@@ -252,17 +252,6 @@ func (r *run) attempt(ctx context.Context, i int, req *llm.Request, yield func(l
 		}
 	}
 	return false, stalled(fmt.Errorf("%s: %w: the stream ended without Done", t.Ref, llm.ErrStream))
-}
-
-// request is req addressed to t, its output limit clamped to the
-// model's as models.Chain does.
-func request(req *llm.Request, t models.Target) *llm.Request {
-	r := *req
-	r.Model = t.Model
-	if r.MaxTokens <= 0 || (t.Info.MaxOutput > 0 && r.MaxTokens > t.Info.MaxOutput) {
-		r.MaxTokens = min(max(t.Info.MaxOutput, 1024), 32_000)
-	}
-	return &r
 }
 
 // next returns the first target from index from on that can be asked
