@@ -20,6 +20,7 @@ import (
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
+	"den.dev/den/internal/models/retry"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/tool"
 )
@@ -36,6 +37,7 @@ type runFlags struct {
 	sessionID string
 	budget    string
 	sbudget   string
+	stall     time.Duration
 }
 
 func runCmd(g *globals) *cobra.Command {
@@ -67,6 +69,7 @@ itself, 1 otherwise (130 when interrupted).`,
 	c.Flags().BoolVar(&f.yes, "yes", false, "approve what would otherwise need a person's approval")
 	c.Flags().StringVar(&f.budget, "budget", "", `stop before this run spends more: dollars ("0.50", "$2") or tokens ("200k tokens")`)
 	c.Flags().StringVar(&f.sbudget, "session-budget", "", "the same limit for the whole session, this run included")
+	c.Flags().DurationVar(&f.stall, "stall-timeout", 0, "retry a model stream that sends nothing for this long (default 2m)")
 	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer: alpine[:VERSION], debian[:SUITE], ubuntu[:SUITE], tar:PATH, dir:PATH, busybox")
 	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
 	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
@@ -144,7 +147,7 @@ type runner struct {
 	st      *store.Store
 	sess    store.Session
 	box     *computer.Session
-	chain   *models.Chain
+	chain   *retry.Model
 	targets []models.Target
 	acfg    agent.Config
 	emit    func(agent.Event)
@@ -227,7 +230,11 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 	if err != nil {
 		return nil, err
 	}
-	r.chain = &models.Chain{Targets: r.targets, Open: models.Open}
+	policy, err := retryPolicy(cfg, f.stall)
+	if err != nil {
+		return nil, err
+	}
+	r.chain = &retry.Model{Targets: r.targets, Open: models.Open, Policy: policy, Strategy: strategyOf(cfg, ref)}
 	instructions, err := agentInstructions(cfg.Agent(f.agent))
 	if err != nil {
 		return nil, err
@@ -412,4 +419,41 @@ func parseBudgets(run, session string, sess store.Session) (agent.Budget, error)
 		b.MaxTokens, b.SpentTokens = stok, spentTok
 	}
 	return b, nil
+}
+
+// retryPolicy reads [retry] from the config; --stall-timeout wins.
+func retryPolicy(cfg *config.Config, stall time.Duration) (retry.Policy, error) {
+	var p retry.Policy
+	for _, d := range cfg.Retry.Delays {
+		v, err := time.ParseDuration(d)
+		if err != nil || v < 0 {
+			return p, fmt.Errorf("config: retry.delays: %q is not a duration", d)
+		}
+		p.Delays = append(p.Delays, v)
+	}
+	if cfg.Retry.Delays != nil && len(p.Delays) == 0 {
+		p.Delays = []time.Duration{}
+	}
+	if cfg.Retry.StallTimeout != "" {
+		v, err := time.ParseDuration(cfg.Retry.StallTimeout)
+		if err != nil || v <= 0 {
+			return p, fmt.Errorf("config: retry.stall_timeout: %q is not a positive duration", cfg.Retry.StallTimeout)
+		}
+		p.Stall = v
+	}
+	if stall < 0 {
+		return p, usageError{fmt.Errorf("--stall-timeout %v: want a positive duration", stall)}
+	}
+	if stall > 0 {
+		p.Stall = stall
+	}
+	return p, nil
+}
+
+// strategyOf is the group's strategy when ref names one group.
+func strategyOf(cfg *config.Config, ref string) string {
+	if g, ok := cfg.Groups[ref]; ok {
+		return g.Strategy
+	}
+	return ""
 }

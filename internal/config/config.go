@@ -45,6 +45,7 @@ type Config struct {
 	Providers map[string]Provider `toml:"providers"`
 	Models    map[string]Model    `toml:"models"`
 	Groups    map[string]Group    `toml:"groups"`
+	Retry     Retry               `toml:"retry"`
 
 	path string
 }
@@ -83,6 +84,12 @@ type Model struct {
 	PriceOutput     *float64 `toml:"price_output"`
 	PriceCacheRead  *float64 `toml:"price_cache_read"`
 	PriceCacheWrite *float64 `toml:"price_cache_write"`
+}
+
+// Retry is how model requests are retried.
+type Retry struct {
+	Delays       []string `toml:"delays"`        // e.g. ["3s", "5s", "10s", "15s", "30s"]
+	StallTimeout string   `toml:"stall_timeout"` // e.g. "120s"
 }
 
 // Group is an ordered list of model refs tried in turn.

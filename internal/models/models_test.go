@@ -1,9 +1,7 @@
 package models
 
 import (
-	"context"
 	"errors"
-	"iter"
 	"strings"
 	"testing"
 
@@ -70,52 +68,6 @@ func TestCost(t *testing.T) {
 	got := i.Cost(llm.Usage{InputTokens: 1_000_000, OutputTokens: 100_000, CacheReadTokens: 1_000_000})
 	if want := 3 + 1.5 + 0.3; got < want-1e-9 || got > want+1e-9 {
 		t.Errorf("cost %v want %v", got, want)
-	}
-}
-
-type fakeModel struct {
-	err    error
-	events []llm.Event
-}
-
-func (f fakeModel) Stream(context.Context, *llm.Request) iter.Seq2[llm.Event, error] {
-	return func(yield func(llm.Event, error) bool) {
-		if f.err != nil {
-			yield(nil, f.err)
-			return
-		}
-		for _, e := range f.events {
-			if !yield(e, nil) {
-				return
-			}
-		}
-	}
-}
-
-func TestChainFallsOver(t *testing.T) {
-	ts := []Target{{Ref: "a/1"}, {Ref: "b/2"}, {Ref: "c/3"}}
-	models := map[string]llm.Model{
-		"a/1": fakeModel{err: &llm.APIError{Status: 429}},
-		"c/3": fakeModel{events: []llm.Event{&llm.TextDelta{Text: "hi"}, &llm.Done{Stop: llm.StopEndTurn}}},
-	}
-	var switched []string
-	c := &Chain{Targets: ts, Open: func(t Target) (llm.Model, error) {
-		if m, ok := models[t.Ref]; ok {
-			return m, nil
-		}
-		return nil, llm.ErrNoKey
-	}, OnSwitch: func(t Target, err error) { switched = append(switched, t.Ref) }}
-	var text string
-	for ev, err := range c.Stream(context.Background(), &llm.Request{}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d, ok := ev.(*llm.TextDelta); ok {
-			text += d.Text
-		}
-	}
-	if text != "hi" || c.Answered.Ref != "c/3" || len(switched) != 2 {
-		t.Errorf("text %q answered %s switched %v", text, c.Answered.Ref, switched)
 	}
 }
 

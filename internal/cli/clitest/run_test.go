@@ -288,3 +288,30 @@ func TestBudgetAndUsage(t *testing.T) {
 		t.Errorf("agent usage: %s", out.Stdout)
 	}
 }
+
+func TestRunRetriesAndFallsOver(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	broken := llmtest.NewAnthropic(t, llmtest.Turn{Error: &llmtest.HTTPError{Status: 401, Body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}})
+	flaky := llmtest.NewOpenAI(t,
+		llmtest.Turn{Error: &llmtest.HTTPError{Status: 500, Body: `{"error":{"message":"boom","type":"server_error"}}`}},
+		llmtest.Turn{Text: "Recovered."})
+	d := newDen(t)
+	cfg := d.WriteConfig("config.toml", "[retry]\ndelays = [\"10ms\", \"10ms\"]\n")
+	env := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + broken.URL, "OPENAI_API_KEY=sk-test", "OPENAI_BASE_URL=" + flaky.URL + "/v1"}
+	events, r := runJSON(t, d, env, "--config", cfg, "--rootfs", "busybox", "--model", "anthropic/claude-sonnet-4-5,openai/gpt-5", "hi")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	retries := ofType(events, "retry")
+	if len(retries) != 2 || !strings.Contains(retries[0]["reason"].(string), "auth") || retries[0]["model"] != "openai/gpt-5" ||
+		!strings.Contains(retries[1]["reason"].(string), "server") || retries[1]["delay_ms"].(float64) != 10 {
+		t.Errorf("retries: %v", retries)
+	}
+	if m := ofType(events, "model"); len(m) == 0 || m[len(m)-1]["model"] != "openai/gpt-5" {
+		t.Errorf("model events: %v", m)
+	}
+	if done := ofType(events, "done"); done[0]["text"] != "Recovered." {
+		t.Errorf("done: %v", done)
+	}
+}
