@@ -32,12 +32,12 @@ type syntaxError struct {
 // control characters in strings are escaped, and Python's True, False
 // and None become JSON's. Anything else is a syntaxError.
 type jsonParser struct {
-	in     []byte
-	i      int
-	out    []byte
-	eof    bool // the input ended inside the value
-	r      repaired
-	commas bool
+	in      []byte
+	i       int
+	out     []byte
+	eof     bool // the input ended inside the value
+	r       repaired
+	commas  bool
 	ctrl    bool
 	escapes bool
 	python  bool

@@ -9,8 +9,10 @@ type Thresholds struct {
 	Tier      string // "tiny", "small", "medium" or "large"
 	Window    int    // the model's context window
 	MaxOutput int    // the model's output limit
-	// Offload: above it, old large tool results are offloaded, oldest
-	// first, until the request is at most OffloadTarget.
+	// Offload: above it, old large tool outputs are offloaded, oldest
+	// first, until the request is at most OffloadTarget. Above Compact,
+	// recent ones are too (all but the last message's), before the loop
+	// considers compacting.
 	Offload, OffloadTarget int
 	// Compact: above it (after offloading) the loop compacts, and the
 	// compaction keeps as much recent history as lets the request fall
@@ -18,8 +20,8 @@ type Thresholds struct {
 	// are too large, to CompactTarget.
 	Compact, CompactTarget int
 	// Limit is the largest request that may be sent: the rest of the
-	// window is room for the answer. Above Compact recent tool results
-	// are offloaded too, down to Limit.
+	// window is room for the answer. Above it, even the last message's
+	// outputs are offloaded.
 	Limit int
 	// SummaryTokens is the output limit of a summary call.
 	SummaryTokens int

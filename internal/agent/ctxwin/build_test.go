@@ -211,12 +211,12 @@ func TestBuildSaverError(t *testing.T) {
 
 func TestBuildWithSummary(t *testing.T) {
 	var h hist
-	h.user("one")   // m00000
+	h.user("one")    // m00000
 	h.assistant("1") // m00001
-	h.user("two")   // m00002
-	h.call("", "x") // m00003, m00004
+	h.user("two")    // m00002
+	h.call("", "x")  // m00003, m00004
 	h.assistant("2") // m00005
-	h.user("three") // m00006
+	h.user("three")  // m00006
 	w := &Window{Budget: Budget(200_000, 0)}
 	ctx := context.Background()
 	text := func(msgs []llm.Message) []string {

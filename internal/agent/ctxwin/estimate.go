@@ -52,8 +52,22 @@ func EstimateText(s string) int { return estimate(s) }
 
 func estimate[T string | []byte](s T) int {
 	n := len(s)
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0xC0 { // the first byte of a multi-byte character
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		// Eight bytes at a time: all ASCII is the common case.
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if w&0x8080808080808080 == 0 {
+			continue
+		}
+		for j := i; j < i+8; j++ {
+			if s[j] >= 0xC0 { // the first byte of a multi-byte character
+				n++
+			}
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= 0xC0 {
 			n++
 		}
 	}

@@ -30,10 +30,10 @@ func TestEstimateText(t *testing.T) {
 		{"abcd", 1},
 		{"abcde", 2},
 		{strings.Repeat("a", 4000), 1000},
-		{"日本語", 3},     // 9 bytes + 3 characters
-		{"привет", 5},  // 12 bytes + 6 characters = 18 → 4.5
-		{"héllo", 2},   // 6 bytes + 1
-		{"🙂🙂🙂🙂", 5}, // 16 bytes + 4
+		{"日本語", 3},    // 9 bytes + 3 characters
+		{"привет", 5}, // 12 bytes + 6 characters = 18 → 4.5
+		{"héllo", 2},  // 6 bytes + 1
+		{"🙂🙂🙂🙂", 5},   // 16 bytes + 4
 	} {
 		if got := EstimateText(tc.in); got != tc.want {
 			t.Errorf("EstimateText(%q) = %d, want %d", tc.in, got, tc.want)
@@ -62,13 +62,13 @@ func TestEstimateImage(t *testing.T) {
 func TestEstimate(t *testing.T) {
 	input := json.RawMessage(`{"path":"/workspace/a.txt"}`) // 28 bytes → 7
 	msgs := []llm.Message{
-		{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: "abcdefgh"}}},                              // 4 + 4 + 2
+		{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: "abcdefgh"}}},                                  // 4 + 4 + 2
 		{Role: llm.Assistant, Parts: []llm.Part{&llm.ToolCall{ID: "x", Name: "file_read", Input: input}}}, // 4 + 4 + 3 + 7
 		{Role: llm.User, Parts: []llm.Part{&llm.ToolResult{CallID: "x", Name: "file_read",
 			Content: []llm.Part{&llm.Text{Text: strings.Repeat("z", 400)}}}}}, // 4 + 4 + 3 + (4 + 100)
 	}
 	tools := []llm.Tool{{Name: "file_read", Description: "Read a file.", Schema: json.RawMessage(`{"type":"object"}`)}} // 10 + 3 + 3 + 5
-	got := Estimate(msgs, "You are den.", tools)                                                                     // 4 + 3
+	got := Estimate(msgs, "You are den.", tools)                                                                        // 4 + 3
 	want := 10 + 18 + 115 + 21 + 7
 	if got != want {
 		t.Errorf("Estimate = %d, want %d", got, want)

@@ -127,6 +127,7 @@ func textOf(msgs []llm.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		b.WriteString(llm.TextOf(m))
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
