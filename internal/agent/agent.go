@@ -56,6 +56,9 @@ type Config struct {
 	MaxParallel int
 	// Budget stops the run before a request would cross it.
 	Budget Budget
+	// Context, when set, manages what of the history fits the model's
+	// window; without it the whole history is sent.
+	Context *Context
 }
 
 // DefaultMaxTurns bounds the model turns of one run.
@@ -92,9 +95,10 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	}
 	var res Result
 	m := &meter{b: cfg.Budget}
+	compactions := 0
 	for res.Turns < cfg.MaxTurns {
 		res.Turns++
-		turn, err := step(ctx, cfg, sessionID, m)
+		turn, err := step(ctx, cfg, sessionID, m, &compactions)
 		if err != nil {
 			return res, err
 		}
@@ -118,22 +122,31 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 }
 
 // step streams one model turn from the stored history.
-func step(ctx context.Context, cfg Config, sessionID string, m *meter) (llm.Turn, error) {
-	history, err := cfg.Store.History(ctx, sessionID)
+func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactions *int) (llm.Turn, error) {
+	msgs, use, err := request(ctx, cfg, sessionID, compactions)
 	if err != nil {
-		return llm.Turn{}, fmt.Errorf("agent: history: %w", err)
+		return llm.Turn{}, err
 	}
-	if err := m.check(estimateTokens(cfg.System, history, cfg.Tools.Specs()), cfg.Cost); err != nil {
+	est := int64(use.Estimated)
+	if cfg.Context == nil {
+		est = estimateTokens(cfg.System, msgs, cfg.Tools.Specs())
+	}
+	if err := m.check(est, cfg.Cost); err != nil {
 		return llm.Turn{}, err
 	}
 	req := &llm.Request{
 		Model:     cfg.ModelName,
 		System:    cfg.System,
-		Messages:  llm.Alternate(history),
+		Messages:  msgs,
 		Tools:     cfg.Tools.Specs(),
 		MaxTokens: cfg.MaxTokens,
 		Thinking:  cfg.Thinking,
 		CacheKey:  sessionID,
+	}
+	if cfg.Context != nil {
+		if limit := cfg.Context.Window.Budget.MaxTokens(use.Estimated); limit > 0 && (req.MaxTokens == 0 || limit < req.MaxTokens) {
+			req.MaxTokens = limit
+		}
 	}
 	var c llm.Collector
 	start := time.Now()
@@ -150,8 +163,12 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter) (llm.Turn
 	if cfg.OnUsage != nil && (turn.Usage != llm.Usage{}) {
 		cfg.OnUsage(turn.Usage, time.Since(start))
 	}
+	if cfg.Context != nil && turn.Usage != (llm.Usage{}) {
+		w := cfg.Context.Window
+		w.Calibrator.Observe(w.Model, use.Raw, turn.Usage)
+	}
 	if turn.Usage != (llm.Usage{}) {
-		ev := &UsageEvent{Usage: turn.Usage}
+		ev := &UsageEvent{Usage: turn.Usage, Context: use}
 		if cfg.Cost != nil {
 			ev.CostUSD = cfg.Cost(turn.Usage)
 		}

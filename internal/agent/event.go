@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"den.dev/den/internal/agent/ctxwin"
 	"den.dev/den/internal/llm"
 )
 
@@ -39,10 +40,12 @@ type ToolResultEvent struct {
 	IsError bool
 }
 
-// UsageEvent reports one request's tokens.
+// UsageEvent reports one request's tokens, and how full the model's
+// context window was.
 type UsageEvent struct {
 	Usage   llm.Usage
 	CostUSD float64
+	Context ctxwin.Use
 }
 
 // RetryEvent says the current attempt failed and the turn starts over
@@ -52,6 +55,12 @@ type RetryEvent struct {
 	Delay   time.Duration
 	Reason  string
 	Model   string
+}
+
+// CompactionEvent says the oldest part of the history was summarized
+// for the requests from here on (the stored history is unchanged).
+type CompactionEvent struct {
+	Compacted, Kept, Calls int
 }
 
 // ModelEvent names the model answering from here on.
@@ -75,4 +84,5 @@ func (*UsageEvent) isEvent()      {}
 func (*ErrorEvent) isEvent()      {}
 func (*RetryEvent) isEvent()      {}
 func (*ModelEvent) isEvent()      {}
+func (*CompactionEvent) isEvent() {}
 func (*DoneEvent) isEvent()       {}

@@ -10,11 +10,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"den.dev/den/internal/agent"
+	"den.dev/den/internal/agent/ctxwin"
 	"den.dev/den/internal/llm"
 )
 
@@ -23,6 +25,7 @@ const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's curre
   /new              start a new session
   /sessions         list this agent's recent sessions
   /model [REF]      show or change the model (provider/model, a group, or a chain)
+  /compact          summarize the older part of the conversation now
   /help             this text
   /exit             quit
 `
@@ -57,6 +60,8 @@ type chatView struct {
 	mu    sync.Mutex
 	mid   bool // in the middle of a line of text
 	md    markdown
+	ctx   ctxwin.Use // the last request's context use
+	cost  float64    // this session's spending so far in this chat
 }
 
 func (v *chatView) dim(s string) string {
@@ -86,6 +91,17 @@ func (v *chatView) emit(e agent.Event) {
 			mark = "  ✗ "
 		}
 		fmt.Fprintf(v.w, "%s\n", v.dim(mark+oneLine(e.Output, 100)))
+	case *agent.UsageEvent:
+		if e.Context.Window > 0 {
+			v.ctx = e.Context
+		}
+		v.cost += e.CostUSD
+	case *agent.CompactionEvent:
+		v.newline()
+		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ─ %d earlier messages summarized to fit the context ─", e.Compacted)))
+	case *agent.RetryEvent:
+		v.newline()
+		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ↻ retrying in %v (%s)", e.Delay.Round(time.Millisecond), oneLine(e.Reason, 80))))
 	case *agent.SessionEvent:
 		fmt.Fprintf(v.w, "%s\n", v.dim("session "+e.SessionID+" · agent "+e.Agent))
 	}
@@ -186,6 +202,15 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			}
 			titled = false
 			continue
+		case line == "/compact":
+			n, err := r.compact(ctx)
+			switch {
+			case err != nil:
+				fmt.Fprintln(g.stdout, "compact:", err)
+			default:
+				fmt.Fprintf(g.stdout, "%s\n", view.dim(fmt.Sprintf("%d messages summarized", n)))
+			}
+			continue
 		case line == "/sessions":
 			list, err := r.st.ListSessions(ctx, f.agent, 10)
 			if err != nil {
@@ -237,6 +262,9 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			fmt.Fprintln(g.stdout, "error:", err)
 		case res.Stop != llm.StopEndTurn:
 			fmt.Fprintln(g.stdout, view.dim("(stopped: "+string(res.Stop)+")"))
+		}
+		if u := view.ctx; u.Window > 0 {
+			fmt.Fprintln(g.stdout, view.dim(fmt.Sprintf("context %dk/%dk (%.0f%%) · $%.4f", u.Estimated/1000, u.Window/1000, u.Percent, view.cost)))
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()

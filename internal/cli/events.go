@@ -53,7 +53,16 @@ func (j *jsonEvents) emit(e agent.Event) {
 			CacheReadTokens  int64   `json:"cache_read_tokens"`
 			CacheWriteTokens int64   `json:"cache_write_tokens"`
 			CostUSD          float64 `json:"cost_usd"`
-		}{"usage", e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD}
+			ContextTokens    int     `json:"context_tokens,omitempty"`
+			ContextWindow    int     `json:"context_window,omitempty"`
+		}{"usage", e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD,
+			e.Context.Estimated, e.Context.Window}
+	case *agent.CompactionEvent:
+		v = struct {
+			Type      string `json:"type"`
+			Compacted int    `json:"compacted"`
+			Kept      int    `json:"kept"`
+		}{"compaction", e.Compacted, e.Kept}
 	case *agent.RetryEvent:
 		v = struct {
 			Type    string `json:"type"`

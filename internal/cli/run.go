@@ -248,12 +248,14 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		Network: o.Network, Mounts: mounts,
 	}, instructions, time.Now())
 	chain := r.chain
+	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images}}
 	r.acfg = agent.Config{
 		Model:     chain,
 		ModelName: r.targets[0].Model,
 		Store:     st,
-		Tools:     &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images}},
+		Tools:     tools,
 		System:    system,
+		Context:   contextFor(st, sess.ID, filepath.Join(comp.SessionDir(sess.ID), "offloads"), r.targets[0], chain, system, tools.Specs()),
 		MaxTurns:  f.maxTurns,
 		Thinking:  thinking,
 		Budget:    budget,
@@ -275,6 +277,28 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 // send runs the agent on one prompt.
 func (r *runner) send(ctx context.Context, prompt string) (agent.Result, error) {
 	return agent.Run(ctx, r.acfg, r.sess.ID, llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}})
+}
+
+// compact summarizes the older part of the session now (den chat's
+// /compact) and returns how many messages the summary stands for.
+func (r *runner) compact(ctx context.Context) (int, error) {
+	c := r.acfg.Context
+	history, err := c.Store.Messages(ctx, r.sess.ID)
+	if err != nil {
+		return 0, err
+	}
+	sums, err := c.Store.Summaries(ctx, r.sess.ID)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.Window.Compact(ctx, history, sums)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Store.AddSummary(ctx, r.sess.ID, res.Summary, res.Compacted); err != nil {
+		return 0, err
+	}
+	return res.Compacted, nil
 }
 
 func (r *runner) close() {

@@ -85,6 +85,21 @@ CREATE TABLE usage (
 CREATE INDEX usage_by_agent ON usage(agent, created_at);
 CREATE INDEX usage_by_session ON usage(session_id);
 `,
+	// 2: summaries made by compaction. A summary stands in, in requests,
+	// for the messages up to its anchor; stored messages stay untouched.
+	`
+CREATE TABLE summaries (
+	id         INTEGER PRIMARY KEY,
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	up_to      TEXT NOT NULL,
+	text       TEXT NOT NULL,
+	model      TEXT NOT NULL DEFAULT '',
+	compacted  INTEGER NOT NULL,
+	created_at INTEGER NOT NULL,
+	FOREIGN KEY (session_id, up_to) REFERENCES messages(session_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX summaries_by_session ON summaries(session_id, id);
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -132,9 +132,13 @@ func refuseTruncated(name string, rep repaired, m map[string]any, size int) stri
 	}
 	switch {
 	case name == "file_write":
+		pieces := "."
+		if size >= 4000 {
+			pieces = fmt.Sprintf(", each well under %d bytes.", size/2)
+		}
 		return fmt.Sprintf("file_write%s was NOT executed: its arguments were cut off in transit after %d bytes (the JSON ended %s), so the file would have been written incomplete. "+
-			"Send the content in smaller pieces: one file_write with the first part, then file_write with append=true for each further part, each well under %d bytes.",
-			where, size, rep.cutIn, max(size/2, 1000))
+			"Send the content in smaller pieces: one file_write with the first part, then file_write with append=true for each further part%s",
+			where, size, rep.cutIn, pieces)
 	case name == "file_edit":
 		return fmt.Sprintf("file_edit%s was NOT executed: its arguments were cut off in transit after %d bytes (the JSON ended %s), and a cut old_string or new_string would edit the file wrongly. "+
 			"Make smaller edits (several file_edit calls, each with a short old_string and new_string), or write the file in pieces with file_write (append=true for each further piece).",
