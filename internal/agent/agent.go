@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"time"
 
+	"den.dev/den/internal/agent/loopguard"
 	"den.dev/den/internal/llm"
 )
 
@@ -59,6 +60,8 @@ type Config struct {
 	// Context, when set, manages what of the history fits the model's
 	// window; without it the whole history is sent.
 	Context *Context
+	// LoopGuard sets the loop detector's thresholds (zero: defaults).
+	LoopGuard loopguard.Config
 }
 
 // DefaultMaxTurns bounds the model turns of one run.
@@ -96,6 +99,7 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	var res Result
 	m := &meter{b: cfg.Budget}
 	compactions := 0
+	guard := loopguard.New(cfg.LoopGuard)
 	for res.Turns < cfg.MaxTurns {
 		res.Turns++
 		turn, err := step(ctx, cfg, sessionID, m, &compactions)
@@ -110,7 +114,7 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 			}
 			return res, nil
 		}
-		results := runCalls(ctx, cfg, calls)
+		results := runCalls(ctx, cfg, guard, calls)
 		if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, turn.Message, results); err != nil {
 			return res, fmt.Errorf("agent: save turn: %w", err)
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"den.dev/den/internal/agent/loopguard"
 	"den.dev/den/internal/llm"
 )
 
@@ -214,6 +217,88 @@ func TestRepairOrphanCalls(t *testing.T) {
 	assertPaired(t, store.msgs)
 }
 
+// constTools answers every call the same way, counting the calls.
+type constTools struct{ calls atomic.Int32 }
+
+func (*constTools) Specs() []llm.Tool {
+	return []llm.Tool{{Name: "write", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}}
+}
+func (*constTools) Concurrent(*llm.ToolCall) bool { return false }
+func (t *constTools) Call(context.Context, *llm.ToolCall, bool) llm.ToolResult {
+	t.calls.Add(1)
+	return llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "same"}}}
+}
+
+func resultsOf(msgs []llm.Message) []*llm.ToolResult {
+	var out []*llm.ToolResult
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			if r, ok := p.(*llm.ToolResult); ok {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func TestCallsAreRepaired(t *testing.T) {
+	m := &scripted{turns: [][]llm.Event{
+		callTurn(
+			llm.ToolCall{ID: "a", Name: "Write", Input: json.RawMessage(`{"n":"5"`)},
+			llm.ToolCall{ID: "b", Name: "nope", Input: json.RawMessage(`{}`)},
+			llm.ToolCall{ID: "c", Name: "write", Input: json.RawMessage(`{"n": oops}`)},
+		),
+		textTurn("done"),
+	}}
+	store := &memStore{}
+	tools := &constTools{}
+	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools}, "s", prompt("go")); err != nil {
+		t.Fatal(err)
+	}
+	assertPaired(t, store.msgs)
+	if n := tools.calls.Load(); n != 1 {
+		t.Errorf("%d calls ran, want 1 (the repaired one)", n)
+	}
+	// History records the call as it ran.
+	if c := llm.Calls(store.msgs[1])[0]; c.Name != "write" || string(c.Input) != `{"n":5}` {
+		t.Errorf("stored call %s %s", c.Name, c.Input)
+	}
+	rs := resultsOf(store.msgs)
+	if len(rs) != 3 || rs[0].Name != "write" || !strings.Contains(resultText(*rs[0]), "den repaired this call") ||
+		!rs[1].IsError || !strings.Contains(resultText(*rs[1]), `Unknown tool "nope"`) ||
+		!rs[2].IsError || !strings.Contains(resultText(*rs[2]), "not valid JSON") {
+		for _, r := range rs {
+			t.Logf("%s %v %q", r.CallID, r.IsError, resultText(*r))
+		}
+		t.Error("unexpected results")
+	}
+}
+
+func TestLoopIsBlocked(t *testing.T) {
+	var turns [][]llm.Event
+	for i := range 4 {
+		turns = append(turns, callTurn(llm.ToolCall{ID: fmt.Sprint("c", i), Name: "write", Input: json.RawMessage(`{"n":1,"tool_title":"` + fmt.Sprint(i) + `"}`)}))
+	}
+	m := &scripted{turns: append(turns, textTurn("giving up"))}
+	store := &memStore{}
+	tools := &constTools{}
+	_, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools, LoopGuard: loopguard.Config{Warning: 2, Breaker: 3}}, "s", prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertPaired(t, store.msgs)
+	if n := tools.calls.Load(); n != 3 {
+		t.Errorf("%d calls ran, want 3", n)
+	}
+	rs := resultsOf(store.msgs)
+	if len(rs) != 4 || !strings.Contains(resultText(*rs[1]), "[LOOP WARNING]") || !strings.HasPrefix(resultText(*rs[3]), loopguard.BlockedPrefix) || rs[3].CallID != "c3" {
+		for _, r := range rs {
+			t.Logf("%s %v %q", r.CallID, r.IsError, resultText(*r))
+		}
+		t.Error("unexpected results")
+	}
+}
+
 // assertPaired checks every call has exactly one result in the next
 // message and no two consecutive messages share a role.
 func assertPaired(t *testing.T, msgs []llm.Message) {
@@ -260,7 +345,7 @@ func BenchmarkLoopOverhead(b *testing.B) {
 
 type instantTools struct{}
 
-func (instantTools) Specs() []llm.Tool             { return nil }
+func (instantTools) Specs() []llm.Tool             { return []llm.Tool{{Name: "read"}} }
 func (instantTools) Concurrent(*llm.ToolCall) bool { return true }
 func (instantTools) Call(context.Context, *llm.ToolCall, bool) llm.ToolResult {
 	return llm.ToolResult{}

@@ -2,48 +2,68 @@ package agent
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 
+	"den.dev/den/internal/agent/callfix"
+	"den.dev/den/internal/agent/loopguard"
 	"den.dev/den/internal/llm"
 )
 
 // runCalls runs a turn's tool calls and returns the message carrying
-// their results, in call order. Consecutive calls that may run side by
-// side (reads, shell commands) form a batch that runs concurrently, up
-// to MaxParallel at once; any other call (a file write or edit) runs
-// alone, after everything before it and before everything after it.
-func runCalls(ctx context.Context, cfg Config, calls []*llm.ToolCall) llm.Message {
-	for _, c := range calls {
+// their results, in call order. Each call is first repaired (callfix)
+// and checked against the run's loop guard, in call order; a call that
+// cannot be repaired or loops is answered without running. Consecutive
+// calls that may run side by side (reads, shell commands) form a batch
+// that runs concurrently, up to MaxParallel at once; any other call (a
+// file write or edit) runs alone, after everything before it and
+// before everything after it.
+func runCalls(ctx context.Context, cfg Config, guard *loopguard.Guard, calls []*llm.ToolCall) llm.Message {
+	results := make([]llm.ToolResult, len(calls))
+	notes := make([]string, len(calls))
+	answered := make([]bool, len(calls)) // answered without running
+	for i, c := range calls {
+		results[i], notes[i], answered[i] = prepare(cfg, guard, c)
 		cfg.Emit(&ToolCallEvent{ID: c.ID, Name: c.Name, Input: inputJSON(c.Input)})
 	}
 	limit := cfg.MaxParallel
 	if limit <= 0 {
 		limit = 10
 	}
-	results := make([]llm.ToolResult, len(calls))
+	// An answered call runs nothing, so it joins any batch.
+	parallel := func(k int) bool { return answered[k] || cfg.Tools.Concurrent(calls[k]) }
 	for i := 0; i < len(calls); {
 		j := i + 1
-		if cfg.Tools.Concurrent(calls[i]) {
-			for j < len(calls) && cfg.Tools.Concurrent(calls[j]) {
+		if parallel(i) {
+			for j < len(calls) && parallel(j) {
 				j++
 			}
 		}
-		batch := calls[i:j]
-		if len(batch) == 1 {
-			results[i] = call(ctx, cfg, batch[0], false)
-		} else {
+		var run []int
+		for k := i; k < j; k++ {
+			if !answered[k] {
+				run = append(run, k)
+			}
+		}
+		if len(run) == 1 {
+			results[run[0]] = call(ctx, cfg, calls[run[0]], false)
+		} else if len(run) > 1 {
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, limit)
-			for k, c := range batch {
+			for _, k := range run {
 				wg.Add(1)
 				sem <- struct{}{}
 				go func() {
 					defer wg.Done()
 					defer func() { <-sem }()
-					results[i+k] = call(ctx, cfg, c, true)
+					results[k] = call(ctx, cfg, calls[k], true)
 				}()
 			}
 			wg.Wait()
+		}
+		for _, k := range run {
+			results[k] = finish(guard, calls[k], results[k], notes[k])
 		}
 		for k := i; k < j; k++ {
 			cfg.Emit(&ToolResultEvent{ID: calls[k].ID, Output: resultText(results[k]), IsError: results[k].IsError})
@@ -55,6 +75,38 @@ func runCalls(ctx context.Context, cfg Config, calls []*llm.ToolCall) llm.Messag
 		msg.Parts = append(msg.Parts, &results[k])
 	}
 	return msg
+}
+
+// prepare repairs c in place (so that the turn's message records the
+// call as it runs, with a name and input its result pairs with) and
+// asks the loop guard about it. A call that must not run is answered
+// here (answered is true); otherwise note is what the repair did.
+func prepare(cfg Config, guard *loopguard.Guard, c *llm.ToolCall) (r llm.ToolResult, note string, answered bool) {
+	fixed, note, err := callfix.Fix(c, cfg.Tools)
+	if err == nil && fixed != c {
+		*c = *fixed
+	}
+	block, warning := guard.Before(c, !errors.Is(err, callfix.ErrUnknownTool))
+	switch {
+	case block:
+		return loopguard.Blocked(c, warning), "", true
+	case err != nil:
+		r = llm.ToolResult{CallID: c.ID, Name: c.Name, IsError: true, Content: []llm.Part{&llm.Text{Text: err.Error()}}}
+		r = loopguard.Annotate(r, guard.After(c, r))
+		return loopguard.Annotate(r, warning), "", true
+	}
+	return llm.ToolResult{}, note, false
+}
+
+// finish adds to a call's result what the repair did and what the loop
+// guard has to say about it. A call that ran on cut-off arguments is
+// marked failed.
+func finish(guard *loopguard.Guard, c *llm.ToolCall, r llm.ToolResult, note string) llm.ToolResult {
+	warning := guard.After(c, r)
+	if strings.HasPrefix(note, callfix.TruncatedNote) {
+		r.IsError = true
+	}
+	return loopguard.Annotate(loopguard.Annotate(r, note), warning)
 }
 
 // call runs one call, or answers it without running once the run is

@@ -315,3 +315,48 @@ func TestRunRetriesAndFallsOver(t *testing.T) {
 		t.Errorf("done: %v", done)
 	}
 }
+
+// TestRunSurvivesBadCalls: a looping model is stopped by the loop
+// guard, malformed arguments are repaired when that is safe, and a cut
+// file_write never runs.
+func TestRunSurvivesBadCalls(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	turns := []llmtest.Turn{
+		{Calls: []llmtest.Call{{ID: "toolu_a", Name: "bash", Input: `{"command":"echo repaired-$((1+1))"`}}},
+		{Calls: []llmtest.Call{{ID: "toolu_b", Name: "file_write", Input: `{"path":"/workspace/cut.txt","content":"half a fi`}}},
+	}
+	for i := range 32 {
+		turns = append(turns, llmtest.Turn{Calls: []llmtest.Call{{ID: fmt.Sprintf("toolu_loop%d", i), Name: "shell_execute", Input: `{"command":"cat /etc/hostname"}`}}})
+	}
+	turns = append(turns, llmtest.Turn{Text: "I will stop."})
+	fake := llmtest.NewAnthropic(t, turns...)
+	d := newDen(t)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--rootfs", "busybox", "misbehave")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	results := ofType(events, "tool_result")
+	if out := results[0]["output"].(string); !strings.Contains(out, "repaired-2") {
+		t.Errorf("repaired call: %q", out)
+	}
+	if out := results[1]["output"].(string); results[1]["is_error"] != true || !strings.Contains(out, "smaller") {
+		t.Errorf("cut file_write: %v %q", results[1]["is_error"], out)
+	}
+	ws := ofType(events, "session")[0]["workspace"].(string)
+	if _, err := os.Stat(ws + "/cut.txt"); err == nil {
+		t.Error("a cut file_write wrote a file")
+	}
+	blocked := 0
+	for _, res := range results[2:] {
+		if strings.HasPrefix(res["output"].(string), "[LOOP BLOCKED]") {
+			blocked++
+		}
+	}
+	if blocked == 0 {
+		t.Errorf("the loop was never blocked in %d calls", len(results)-2)
+	}
+	if len(ofType(events, "tool_call")) != len(results) {
+		t.Errorf("%d calls, %d results", len(ofType(events, "tool_call")), len(results))
+	}
+}
