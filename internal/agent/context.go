@@ -39,7 +39,7 @@ func request(ctx context.Context, cfg Config, sessionID string, compactions *int
 		if err != nil {
 			return nil, ctxwin.Use{}, fmt.Errorf("agent: history: %w", err)
 		}
-		return llm.Alternate(history), ctxwin.Use{}, nil
+		return llm.Pair(history), ctxwin.Use{}, nil
 	}
 	w := cfg.Context.Window
 	for {
@@ -57,7 +57,7 @@ func request(ctx context.Context, cfg Config, sessionID string, compactions *int
 		}
 		switch w.Budget.Decide(use.Estimated, *compactions) {
 		case ctxwin.Send:
-			return llm.Alternate(msgs), use, nil
+			return llm.Pair(msgs), use, nil
 		case ctxwin.Stop:
 			return nil, use, fmt.Errorf("agent: %w (%d of %d tokens)", ErrContextFull, use.Estimated, use.Window)
 		}
