@@ -1,13 +1,11 @@
 package openai_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi/openaiapitest"
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/llm/openai"
 )
@@ -24,94 +23,16 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func newModel(t testing.TB, srv *llmtest.Server) *openai.Model {
 	t.Helper()
-	m, err := openai.New(llm.Provider{
-		Name: "test", Type: "openai", BaseURL: srv.URL + "/v1", APIKey: "sk-test",
-		Headers: map[string]string{"X-Den-Test": "yes"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// turn is what a stream amounted to.
-type turn struct {
-	Text     string
-	Thinking []llm.Thinking
-	Starts   []llm.ToolCallStart
-	Args     map[int]string // ToolCallDelta pieces joined
-	Calls    []llm.ToolCall
-	Usage    *llm.Usage
-	Stop     llm.StopReason
-	Dones    int
-}
-
-func run(t testing.TB, m llm.Model, req *llm.Request) (turn, error) {
-	t.Helper()
-	var got turn
-	for ev, err := range m.Stream(context.Background(), req) {
-		if err != nil {
-			return got, err
-		}
-		if got.Dones > 0 {
-			t.Errorf("event %T after Done", ev)
-		}
-		switch ev := ev.(type) {
-		case *llm.TextDelta:
-			got.Text += ev.Text
-		case *llm.ThinkingDelta:
-		case *llm.ThinkingDone:
-			got.Thinking = append(got.Thinking, ev.Thinking)
-		case *llm.ToolCallStart:
-			got.Starts = append(got.Starts, *ev)
-		case *llm.ToolCallDelta:
-			if got.Args == nil {
-				got.Args = map[int]string{}
-			}
-			got.Args[ev.Index] += ev.JSON
-		case *llm.ToolCallDone:
-			got.Calls = append(got.Calls, ev.Call)
-		case *llm.Usage:
-			got.Usage = ev
-		case *llm.Done:
-			got.Stop = ev.Stop
-			got.Dones++
-		default:
-			t.Errorf("unexpected event %T", ev)
-		}
-	}
-	if got.Dones != 1 {
-		t.Errorf("%d Done events, want 1", got.Dones)
-	}
-	return got, nil
-}
-
-// message is the assistant message den would store for got.
-func (got turn) message() llm.Message {
-	msg := llm.Message{Role: llm.Assistant}
-	for i := range got.Thinking {
-		msg.Parts = append(msg.Parts, &got.Thinking[i])
-	}
-	if got.Text != "" {
-		msg.Parts = append(msg.Parts, &llm.Text{Text: got.Text})
-	}
-	for i := range got.Calls {
-		msg.Parts = append(msg.Parts, &got.Calls[i])
-	}
-	return msg
-}
-
-func user(text string) llm.Message {
-	return llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: text}}}
+	return openaiapitest.New(t, openai.New, "openai", srv)
 }
 
 func TestText(t *testing.T) {
 	srv := llmtest.NewOpenAI(t, llmtest.Turn{Text: "Hello from the fake model, in pieces.", InputTokens: 12, OutputTokens: 7})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("hi")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := turn{
+	want := openaiapitest.Turn{
 		Text:  "Hello from the fake model, in pieces.",
 		Usage: &llm.Usage{InputTokens: 12, OutputTokens: 7},
 		Stop:  llm.StopEndTurn, Dones: 1,
@@ -135,8 +56,8 @@ func TestReasoningEcho(t *testing.T) {
 		llmtest.Turn{Text: "Fine."},
 	)
 	m := newModel(t, srv)
-	req := &llm.Request{Model: "deepseek-reasoner", Thinking: llm.ThinkingHigh, Messages: []llm.Message{user("hi")}}
-	got, err := run(t, m, req)
+	req := &llm.Request{Model: "deepseek-reasoner", Thinking: llm.ThinkingHigh, Messages: []llm.Message{openaiapitest.User("hi")}}
+	got, err := openaiapitest.Run(t, m, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,8 +65,8 @@ func TestReasoningEcho(t *testing.T) {
 	if diff := cmp.Diff(want, got.Thinking); diff != "" {
 		t.Fatalf("thinking (-want +got):\n%s", diff)
 	}
-	req.Messages = append(req.Messages, got.message(), user("how are you?"))
-	if _, err := run(t, m, req); err != nil {
+	req.Messages = append(req.Messages, got.Message(), openaiapitest.User("how are you?"))
+	if _, err := openaiapitest.Run(t, m, req); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -175,11 +96,11 @@ func TestToolCalls(t *testing.T) {
 			{ID: "call_b", Name: "shell_execute", Input: `{"command":"ls -la /var/minis"}`},
 		},
 	})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("look")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("look")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := turn{
+	want := openaiapitest.Turn{
 		Text: "Let me look.",
 		Starts: []llm.ToolCallStart{
 			{Index: 0, ID: "call_a", Name: "file_read"},
@@ -209,8 +130,8 @@ func TestDuplicateIDs(t *testing.T) {
 		llmtest.Turn{Text: "done"},
 	)
 	m := newModel(t, srv)
-	req := &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("go")}}
-	got, err := run(t, m, req)
+	req := &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("go")}}
+	got, err := openaiapitest.Run(t, m, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +159,8 @@ func TestDuplicateIDs(t *testing.T) {
 	for _, c := range got.Calls {
 		results.Parts = append(results.Parts, &llm.ToolResult{CallID: c.ID, Name: c.Name, Content: []llm.Part{&llm.Text{Text: "ok " + c.Name}}})
 	}
-	req.Messages = append(req.Messages, got.message(), results)
-	if _, err := run(t, m, req); err != nil {
+	req.Messages = append(req.Messages, got.Message(), results)
+	if _, err := openaiapitest.Run(t, m, req); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -275,7 +196,7 @@ func TestDuplicateIDs(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	srv := llmtest.NewOpenAI(t, llmtest.Turn{Text: "x", InputTokens: 100, CacheReadTokens: 900, CacheWriteTokens: 50, OutputTokens: 20})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("hi")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +224,7 @@ func TestStopReasons(t *testing.T) {
 			if tc.calls {
 				turn.Calls = []llmtest.Call{{ID: "c", Name: "n", Input: "{}"}}
 			}
-			got, err := run(t, newModel(t, llmtest.NewOpenAI(t, turn)), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			got, err := openaiapitest.Run(t, newModel(t, llmtest.NewOpenAI(t, turn)), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -320,7 +241,7 @@ func TestHTTPError(t *testing.T) {
 		Body:       `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 		RetryAfter: "7",
 	}})
-	_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+	_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 	var apiErr *llm.APIError
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("err = %v, want *llm.APIError", err)
@@ -346,7 +267,7 @@ func TestHTTPErrorShapes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewOpenAI(t, llmtest.Turn{Error: &llmtest.HTTPError{Status: 404, Body: tc.body}})
-			_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			var apiErr *llm.APIError
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("err = %v, want *llm.APIError", err)
@@ -365,7 +286,7 @@ func TestRetryAfterMs(t *testing.T) {
 		w.WriteHeader(503)
 		w.Write([]byte(`{"error":{"message":"overloaded","type":"server_error"}}`))
 	})
-	_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+	_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 	var apiErr *llm.APIError
 	if !errors.As(err, &apiErr) || apiErr.RetryAfter != 1500*time.Millisecond || apiErr.Status != 503 {
 		t.Fatalf("err = %#v, want a 503 APIError with RetryAfter 1.5s", err)
@@ -378,7 +299,7 @@ func TestStreamErrorEvent(t *testing.T) {
 		llmtest.SSE(w, "", `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"par"}}]}`)
 		llmtest.SSE(w, "", `{"error":{"message":"Provider returned error","code":502,"type":"upstream_error"}}`)
 	})
-	_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+	_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 	var apiErr *llm.APIError
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("err = %v, want *llm.APIError", err)
@@ -402,7 +323,7 @@ func TestBrokenStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewOpenAI(t, tc.turn)
-			_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			if !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
@@ -422,7 +343,7 @@ func TestBreakCancels(t *testing.T) {
 		}
 	})
 	m := newModel(t, srv)
-	for ev, err := range m.Stream(context.Background(), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}}) {
+	for ev, err := range m.Stream(context.Background(), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +367,7 @@ func TestContextCancel(t *testing.T) {
 		<-r.Context().Done()
 	})
 	var err error
-	for _, err = range newModel(t, srv).Stream(ctx, &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}}) {
+	for _, err = range newModel(t, srv).Stream(ctx, &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}}) {
 		if err != nil {
 			break
 		}
@@ -518,51 +439,14 @@ func conversation() *llm.Request {
 
 func TestRequestGolden(t *testing.T) {
 	srv := llmtest.NewOpenAI(t, llmtest.Turn{Text: "ok"})
-	if _, err := run(t, newModel(t, srv), conversation()); err != nil {
+	if _, err := openaiapitest.Run(t, newModel(t, srv), conversation()); err != nil {
 		t.Fatal(err)
 	}
-	var got bytes.Buffer
-	if err := json.Indent(&got, srv.Requests()[0].Body, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	got.WriteString("\n")
-	golden := filepath.Join("testdata", "request.golden")
-	if *update {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got.String()); diff != "" {
-		t.Errorf("request body (-want +got):\n%s", diff)
-	}
+	openaiapitest.Golden(t, filepath.Join("testdata", "request.golden"), srv.Requests()[0].Body, *update)
 }
 
 func BenchmarkStream(b *testing.B) {
-	text := strings.Repeat("0123456789", 100_000) // 1 MB
-	srv := llmtest.NewOpenAI(b, llmtest.Turn{Text: text, InputTokens: 10, OutputTokens: 250_000})
-	m := newModel(b, srv)
-	req := &llm.Request{Model: "m", Messages: []llm.Message{user("write")}}
-	b.SetBytes(int64(len(text)))
-	deltas := 0
-	for b.Loop() {
-		n := 0
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			if d, ok := ev.(*llm.TextDelta); ok {
-				n += len(d.Text)
-				deltas++
-			}
-		}
-		if n != len(text) {
-			b.Fatalf("got %d bytes, want %d", n, len(text))
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(deltas), "ns/delta")
-	b.ReportMetric(float64(deltas)/float64(b.N), "deltas/op")
+	openaiapitest.BenchmarkStream(b, func(turn llmtest.Turn) llm.Model {
+		return newModel(b, llmtest.NewOpenAI(b, turn))
+	})
 }

@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi"
 )
 
 // params builds the request body for req.
@@ -25,21 +24,13 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 	}
 	p.Messages = msgs
 	for _, t := range req.Tools {
-		fn := shared.FunctionDefinitionParam{Name: t.Name}
+		params, err := openaiapi.Parameters(t)
+		if err != nil {
+			return p, err
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: params}
 		if t.Description != "" {
 			fn.Description = param.NewOpt(t.Description)
-		}
-		if len(t.Schema) > 0 {
-			var schema map[string]json.RawMessage
-			if err := json.Unmarshal(t.Schema, &schema); err != nil {
-				return p, fmt.Errorf("tool %s: schema: %w", t.Name, err)
-			}
-			fn.Parameters = make(shared.FunctionParameters, len(schema))
-			for k, v := range schema {
-				fn.Parameters[k] = v
-			}
-		} else {
-			fn.Parameters = shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
 		}
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
 	}
@@ -50,8 +41,8 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 			p.MaxTokens = param.NewOpt(int64(req.MaxTokens))
 		}
 	}
-	if effort := effort(req.Model, req.Thinking); effort != "" {
-		p.ReasoningEffort = effort
+	if ReasoningModel(req.Model) {
+		p.ReasoningEffort = openaiapi.Effort(req.Thinking)
 	}
 	if req.CacheKey != "" && m.official {
 		p.PromptCacheKey = param.NewOpt(req.CacheKey)
@@ -59,40 +50,11 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 	return p, nil
 }
 
-// effort maps a thinking level to reasoning_effort for models that take
-// it, "" otherwise.
-func effort(model string, level llm.ThinkingLevel) shared.ReasoningEffort {
-	if !ReasoningModel(model) {
-		return ""
-	}
-	switch level {
-	case llm.ThinkingLow:
-		return shared.ReasoningEffortLow
-	case llm.ThinkingMedium:
-		return shared.ReasoningEffortMedium
-	case llm.ThinkingHigh, llm.ThinkingMax:
-		return shared.ReasoningEffortHigh
-	}
-	return ""
-}
-
 // ReasoningModel reports whether model is an OpenAI reasoning model that
 // takes reasoning_effort: the o-series (not o1-mini or o1-preview) and
 // gpt-5* (not the -chat variants). A "vendor/" prefix is ignored.
 func ReasoningModel(model string) bool {
-	m := strings.ToLower(model)
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	switch {
-	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"), strings.Contains(m, "-chat"):
-		return false
-	case strings.HasPrefix(m, "gpt-5"):
-		return true
-	case len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9':
-		return true
-	}
-	return false
+	return openaiapi.ReasoningModel(model)
 }
 
 // message is one wire message before conversion, so that consecutive
@@ -181,10 +143,7 @@ func messages(system string, in []llm.Message) ([]openai.ChatCompletionMessagePa
 					}
 					a.reasoning.WriteString(p.Text)
 				case *llm.ToolCall:
-					args := string(p.Input)
-					if strings.TrimSpace(args) == "" {
-						args = "{}"
-					}
+					args := openaiapi.Arguments(string(p.Input))
 					a.calls = append(a.calls, openai.ChatCompletionMessageToolCallUnionParam{
 						OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 							ID:       p.ID,
@@ -243,6 +202,5 @@ func toolText(r *llm.ToolResult) string {
 
 // imagePart is an image as a data: URL content part.
 func imagePart(img *llm.Image) openai.ChatCompletionContentPartUnionParam {
-	url := "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
-	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: url})
+	return openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: openaiapi.DataURL(img)})
 }

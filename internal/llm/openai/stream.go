@@ -1,8 +1,6 @@
 package openai
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -11,6 +9,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi"
 )
 
 // state assembles one streamed turn.
@@ -18,7 +17,7 @@ type state struct {
 	buf      []llm.Event
 	calls    []*call
 	byWire   map[int64]*call // the latest call at each wire index
-	ids      ids
+	ids      openaiapi.CallIDs
 	thinking *strings.Builder // the open reasoning block, if any
 	refusal  bool
 	any      bool   // text, reasoning or a call arrived
@@ -89,7 +88,7 @@ func (s *state) toolCall(tc *openai.ChatCompletionChunkChoiceDeltaToolCall) {
 	s.any = true
 	c := s.byWire[tc.Index]
 	if c == nil || (tc.ID != "" && tc.ID != c.rawID && tc.Function.Name != "") {
-		c = &call{index: len(s.calls), rawID: tc.ID, id: s.ids.unique(tc.ID), name: tc.Function.Name}
+		c = &call{index: len(s.calls), rawID: tc.ID, id: s.ids.Unique(tc.ID), name: tc.Function.Name}
 		s.calls = append(s.calls, c)
 		if s.byWire == nil {
 			s.byWire = make(map[int64]*call)
@@ -121,10 +120,7 @@ func (s *state) closeCalls() {
 			continue
 		}
 		c.closed = true
-		input := c.args.String()
-		if strings.TrimSpace(input) == "" {
-			input = "{}"
-		}
+		input := openaiapi.Arguments(c.args.String())
 		s.buf = append(s.buf, &llm.ToolCallDone{Index: c.index, Call: llm.ToolCall{
 			ID: c.id, Name: c.name, Input: json.RawMessage(input), API: API,
 		}})
@@ -198,27 +194,4 @@ func jsonString(raw string) (string, bool) {
 		return "", false
 	}
 	return s, true
-}
-
-// ids makes the tool-call ids of one turn unique: an empty id becomes a
-// random "call_" id, and an id seen before gets "_2", "_3", ... appended.
-// The zero value is ready to use.
-type ids struct{ seen map[string]bool }
-
-// unique returns id, or a replacement no earlier call of the turn has.
-func (u *ids) unique(id string) string {
-	if u.seen == nil {
-		u.seen = make(map[string]bool)
-	}
-	if id == "" {
-		var b [12]byte
-		rand.Read(b[:])
-		id = "call_" + hex.EncodeToString(b[:])
-	}
-	out := id
-	for n := 2; u.seen[out]; n++ {
-		out = id + "_" + strconv.Itoa(n)
-	}
-	u.seen[out] = true
-	return out
 }

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net"
 	"net/http"
-	"net/url"
-	"strings"
 
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi"
 )
 
 // API names this adapter in errors and on the parts it makes.
@@ -29,25 +27,11 @@ var _ llm.Model = (*Model)(nil)
 // New returns a Model for p. It fails with an error wrapping llm.ErrNoKey
 // when p has no API key, unless p.BaseURL names a server on this machine.
 func New(p llm.Provider) (*Model, error) {
-	local, err := isLocal(p.BaseURL)
+	opts, err := openaiapi.Options(API, p)
 	if err != nil {
-		return nil, fmt.Errorf("openai-responses: provider %q: %w", p.Name, err)
+		return nil, err
 	}
-	if p.APIKey == "" && !local {
-		return nil, fmt.Errorf("openai-responses: provider %q: %w", p.Name, llm.ErrNoKey)
-	}
-	// The service, not openai.NewClient, which would read OPENAI_*
-	// variables from the environment.
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithEnvironmentProduction()}
-	if p.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(p.BaseURL))
-	}
-	if p.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(p.APIKey))
-	}
-	for k, v := range p.Headers {
-		opts = append(opts, option.WithHeader(k, v))
-	}
+	// A service, not openai.NewClient: see openaiapi.Options.
 	return &Model{responses: responses.NewResponseService(opts...)}, nil
 }
 
@@ -88,26 +72,9 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Even
 			}
 		}
 		if err := stream.Err(); err != nil {
-			yield(nil, streamError(ctx, resp, err))
+			yield(nil, openaiapi.StreamError(ctx, API, resp, err))
 			return
 		}
 		yield(nil, st.end())
 	}
-}
-
-// isLocal reports whether base names a server on this machine.
-func isLocal(base string) (bool, error) {
-	if base == "" {
-		return false, nil
-	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return false, fmt.Errorf("bad base URL: %w", err)
-	}
-	host := u.Hostname()
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true, nil
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
 }

@@ -1,7 +1,6 @@
 package openairesponses
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi"
 )
 
 // params builds the request body for req.
@@ -28,16 +28,9 @@ func params(req *llm.Request) (responses.ResponseNewParams, error) {
 	}
 	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
 	for _, t := range req.Tools {
-		schema := map[string]any{"type": "object", "properties": map[string]any{}}
-		if len(t.Schema) > 0 {
-			var raw map[string]json.RawMessage
-			if err := json.Unmarshal(t.Schema, &raw); err != nil {
-				return p, fmt.Errorf("tool %s: schema: %w", t.Name, err)
-			}
-			schema = make(map[string]any, len(raw))
-			for k, v := range raw {
-				schema[k] = v
-			}
+		schema, err := openaiapi.Parameters(t)
+		if err != nil {
+			return p, err
 		}
 		tool := responses.ToolParamOfFunction(t.Name, schema, false)
 		if t.Description != "" {
@@ -50,7 +43,7 @@ func params(req *llm.Request) (responses.ResponseNewParams, error) {
 	}
 	if ReasoningModel(req.Model) {
 		p.Include = []responses.ResponseIncludable{responses.ResponseIncludableReasoningEncryptedContent}
-		if e := effort(req.Thinking); e != "" {
+		if e := openaiapi.Effort(req.Thinking); e != "" {
 			p.Reasoning = shared.ReasoningParam{Effort: e, Summary: shared.ReasoningSummaryAuto}
 		}
 	}
@@ -60,36 +53,11 @@ func params(req *llm.Request) (responses.ResponseNewParams, error) {
 	return p, nil
 }
 
-// effort maps a thinking level to reasoning.effort, "" for off.
-func effort(level llm.ThinkingLevel) shared.ReasoningEffort {
-	switch level {
-	case llm.ThinkingLow:
-		return shared.ReasoningEffortLow
-	case llm.ThinkingMedium:
-		return shared.ReasoningEffortMedium
-	case llm.ThinkingHigh, llm.ThinkingMax:
-		return shared.ReasoningEffortHigh
-	}
-	return ""
-}
-
 // ReasoningModel reports whether model is an OpenAI reasoning model: the
 // o-series (not o1-mini or o1-preview) and gpt-5* (not the -chat
 // variants). A "vendor/" prefix is ignored.
 func ReasoningModel(model string) bool {
-	m := strings.ToLower(model)
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	switch {
-	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"), strings.Contains(m, "-chat"):
-		return false
-	case strings.HasPrefix(m, "gpt-5"):
-		return true
-	case len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9':
-		return true
-	}
-	return false
+	return openaiapi.ReasoningModel(model)
 }
 
 // input converts den's conversation into input items, in order.
@@ -105,7 +73,7 @@ func input(model string, msgs []llm.Message) (responses.ResponseInputParam, erro
 					content = append(content, responses.ResponseInputContentParamOfInputText(p.Text))
 				case *llm.Image:
 					content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
-						Detail: responses.ResponseInputImageDetailAuto, ImageURL: param.NewOpt(dataURL(p)),
+						Detail: responses.ResponseInputImageDetailAuto, ImageURL: param.NewOpt(openaiapi.DataURL(p)),
 					}})
 				case *llm.ToolResult:
 					items = append(items, toolResult(p))
@@ -136,10 +104,7 @@ func input(model string, msgs []llm.Message) (responses.ResponseInputParam, erro
 					items = append(items, param.Override[responses.ResponseInputItemUnionParam](p.Opaque))
 				case *llm.ToolCall:
 					flush()
-					args := string(p.Input)
-					if strings.TrimSpace(args) == "" {
-						args = "{}"
-					}
+					args := openaiapi.Arguments(string(p.Input))
 					items = append(items, responses.ResponseInputItemParamOfFunctionCall(args, p.ID, p.Name))
 				default:
 					return nil, fmt.Errorf("message %d: %T in an assistant message", i, part)
@@ -187,7 +152,7 @@ func toolResult(r *llm.ToolResult) responses.ResponseInputItemUnionParam {
 			text.WriteString(c.Text)
 		case *llm.Image:
 			list = append(list, responses.ResponseFunctionCallOutputItemUnionParam{OfInputImage: &responses.ResponseInputImageContentParam{
-				ImageURL: param.NewOpt(dataURL(c)),
+				ImageURL: param.NewOpt(openaiapi.DataURL(c)),
 			}})
 		}
 	}
@@ -204,9 +169,4 @@ func toolResult(r *llm.ToolResult) responses.ResponseInputItemUnionParam {
 	}
 	item.OfFunctionCallOutput.CallID = param.NewOpt(r.CallID)
 	return item
-}
-
-// dataURL is an image as a data: URL.
-func dataURL(img *llm.Image) string {
-	return "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
 }

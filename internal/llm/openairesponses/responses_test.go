@@ -7,15 +7,14 @@ import (
 	"errors"
 	"flag"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi/openaiapitest"
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/llm/openairesponses"
 )
@@ -24,94 +23,16 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func newModel(t testing.TB, srv *llmtest.Server) *openairesponses.Model {
 	t.Helper()
-	m, err := openairesponses.New(llm.Provider{
-		Name: "test", Type: "openai-responses", BaseURL: srv.URL + "/v1", APIKey: "sk-test",
-		Headers: map[string]string{"X-Den-Test": "yes"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// turn is what a stream amounted to.
-type turn struct {
-	Text     string
-	Thinking []llm.Thinking
-	Starts   []llm.ToolCallStart
-	Args     map[int]string // ToolCallDelta pieces joined
-	Calls    []llm.ToolCall
-	Usage    *llm.Usage
-	Stop     llm.StopReason
-	Dones    int
-}
-
-func run(t testing.TB, m llm.Model, req *llm.Request) (turn, error) {
-	t.Helper()
-	var got turn
-	for ev, err := range m.Stream(context.Background(), req) {
-		if err != nil {
-			return got, err
-		}
-		if got.Dones > 0 {
-			t.Errorf("event %T after Done", ev)
-		}
-		switch ev := ev.(type) {
-		case *llm.TextDelta:
-			got.Text += ev.Text
-		case *llm.ThinkingDelta:
-		case *llm.ThinkingDone:
-			got.Thinking = append(got.Thinking, ev.Thinking)
-		case *llm.ToolCallStart:
-			got.Starts = append(got.Starts, *ev)
-		case *llm.ToolCallDelta:
-			if got.Args == nil {
-				got.Args = map[int]string{}
-			}
-			got.Args[ev.Index] += ev.JSON
-		case *llm.ToolCallDone:
-			got.Calls = append(got.Calls, ev.Call)
-		case *llm.Usage:
-			got.Usage = ev
-		case *llm.Done:
-			got.Stop = ev.Stop
-			got.Dones++
-		default:
-			t.Errorf("unexpected event %T", ev)
-		}
-	}
-	if got.Dones != 1 {
-		t.Errorf("%d Done events, want 1", got.Dones)
-	}
-	return got, nil
-}
-
-// message is the assistant message den would store for got.
-func (got turn) message() llm.Message {
-	msg := llm.Message{Role: llm.Assistant}
-	for i := range got.Thinking {
-		msg.Parts = append(msg.Parts, &got.Thinking[i])
-	}
-	if got.Text != "" {
-		msg.Parts = append(msg.Parts, &llm.Text{Text: got.Text})
-	}
-	for i := range got.Calls {
-		msg.Parts = append(msg.Parts, &got.Calls[i])
-	}
-	return msg
-}
-
-func user(text string) llm.Message {
-	return llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: text}}}
+	return openaiapitest.New(t, openairesponses.New, "openai-responses", srv)
 }
 
 func TestText(t *testing.T) {
 	srv := llmtest.NewResponses(t, llmtest.Turn{Text: "Hello from the fake model, in pieces.", InputTokens: 12, OutputTokens: 7})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("hi")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := turn{
+	want := openaiapitest.Turn{
 		Text:  "Hello from the fake model, in pieces.",
 		Usage: &llm.Usage{InputTokens: 12, OutputTokens: 7},
 		Stop:  llm.StopEndTurn, Dones: 1,
@@ -138,8 +59,8 @@ func TestReasoningEcho(t *testing.T) {
 		llmtest.Turn{Text: "Done."},
 	)
 	m := newModel(t, srv)
-	req := &llm.Request{Model: "gpt-5", Thinking: llm.ThinkingMedium, Messages: []llm.Message{user("read /a")}}
-	got, err := run(t, m, req)
+	req := &llm.Request{Model: "gpt-5", Thinking: llm.ThinkingMedium, Messages: []llm.Message{openaiapitest.User("read /a")}}
+	got, err := openaiapitest.Run(t, m, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +76,8 @@ func TestReasoningEcho(t *testing.T) {
 		t.Fatalf("opaque %s: %v", th.Opaque, err)
 	}
 	results := llm.Message{Role: llm.User, Parts: []llm.Part{&llm.ToolResult{CallID: "call_1", Name: "file_read", Content: []llm.Part{&llm.Text{Text: "A"}}}}}
-	req.Messages = append(req.Messages, got.message(), results)
-	if _, err := run(t, m, req); err != nil {
+	req.Messages = append(req.Messages, got.Message(), results)
+	if _, err := openaiapitest.Run(t, m, req); err != nil {
 		t.Fatal(err)
 	}
 	var body struct {
@@ -193,7 +114,7 @@ func TestReasoningEcho(t *testing.T) {
 	}
 	// Another model gets no reasoning items.
 	req.Model = "gpt-5-mini"
-	if _, err := run(t, m, req); err != nil {
+	if _, err := openaiapitest.Run(t, m, req); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(srv.Requests()[2].Body, []byte(`"type":"reasoning"`)) {
@@ -209,11 +130,11 @@ func TestToolCalls(t *testing.T) {
 			{ID: "call_b", Name: "shell_execute", Input: `{"command":"ls -la /var/minis"}`},
 		},
 	})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("look")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("look")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := turn{
+	want := openaiapitest.Turn{
 		Text: "Let me look.",
 		Starts: []llm.ToolCallStart{
 			{Index: 0, ID: "call_a", Name: "file_read"},
@@ -239,7 +160,7 @@ func TestDuplicateIDs(t *testing.T) {
 		{ID: "", Name: "c", Input: `{}`},
 		{ID: "", Name: "d", Input: ``},
 	}})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("go")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("go")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +178,7 @@ func TestDuplicateIDs(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	srv := llmtest.NewResponses(t, llmtest.Turn{Text: "x", InputTokens: 100, CacheReadTokens: 900, CacheWriteTokens: 50, OutputTokens: 20})
-	got, err := run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{user("hi")}})
+	got, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{openaiapitest.User("hi")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +204,7 @@ func TestStopReasons(t *testing.T) {
 			if tc.calls {
 				turn.Calls = []llmtest.Call{{ID: "c", Name: "n", Input: "{}"}}
 			}
-			got, err := run(t, newModel(t, llmtest.NewResponses(t, turn)), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			got, err := openaiapitest.Run(t, newModel(t, llmtest.NewResponses(t, turn)), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,7 +225,7 @@ func TestFailures(t *testing.T) {
 	} {
 		t.Run(tc.stop, func(t *testing.T) {
 			srv := llmtest.NewResponses(t, llmtest.Turn{Text: "t", Stop: tc.stop})
-			_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			var apiErr *llm.APIError
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("err = %v, want *llm.APIError", err)
@@ -322,7 +243,7 @@ func TestHTTPError(t *testing.T) {
 		Body:       `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`,
 		RetryAfter: "7",
 	}})
-	_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+	_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 	var apiErr *llm.APIError
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("err = %v, want *llm.APIError", err)
@@ -348,7 +269,7 @@ func TestBrokenStream(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewResponses(t, tc.turn)
-			_, err := run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}})
+			_, err := openaiapitest.Run(t, newModel(t, srv), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}})
 			if !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
@@ -367,7 +288,7 @@ func TestBreakCancels(t *testing.T) {
 		case <-time.After(30 * time.Second): // a hang guard, not a timing assertion
 		}
 	})
-	for ev, err := range newModel(t, srv).Stream(context.Background(), &llm.Request{Model: "m", Messages: []llm.Message{user("hi")}}) {
+	for ev, err := range newModel(t, srv).Stream(context.Background(), &llm.Request{Model: "m", Messages: []llm.Message{openaiapitest.User("hi")}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -428,51 +349,14 @@ func conversation() *llm.Request {
 
 func TestRequestGolden(t *testing.T) {
 	srv := llmtest.NewResponses(t, llmtest.Turn{Text: "ok"})
-	if _, err := run(t, newModel(t, srv), conversation()); err != nil {
+	if _, err := openaiapitest.Run(t, newModel(t, srv), conversation()); err != nil {
 		t.Fatal(err)
 	}
-	var got bytes.Buffer
-	if err := json.Indent(&got, srv.Requests()[0].Body, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	got.WriteString("\n")
-	golden := filepath.Join("testdata", "request.golden")
-	if *update {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got.String()); diff != "" {
-		t.Errorf("request body (-want +got):\n%s", diff)
-	}
+	openaiapitest.Golden(t, filepath.Join("testdata", "request.golden"), srv.Requests()[0].Body, *update)
 }
 
 func BenchmarkStream(b *testing.B) {
-	text := strings.Repeat("0123456789", 100_000) // 1 MB
-	srv := llmtest.NewResponses(b, llmtest.Turn{Text: text, InputTokens: 10, OutputTokens: 250_000})
-	m := newModel(b, srv)
-	req := &llm.Request{Model: "m", Messages: []llm.Message{user("write")}}
-	b.SetBytes(int64(len(text)))
-	deltas := 0
-	for b.Loop() {
-		n := 0
-		for ev, err := range m.Stream(context.Background(), req) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			if d, ok := ev.(*llm.TextDelta); ok {
-				n += len(d.Text)
-				deltas++
-			}
-		}
-		if n != len(text) {
-			b.Fatalf("got %d bytes, want %d", n, len(text))
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(deltas), "ns/delta")
-	b.ReportMetric(float64(deltas)/float64(b.N), "deltas/op")
+	openaiapitest.BenchmarkStream(b, func(turn llmtest.Turn) llm.Model {
+		return newModel(b, llmtest.NewResponses(b, turn))
+	})
 }

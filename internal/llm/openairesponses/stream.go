@@ -1,16 +1,14 @@
 package openairesponses
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3/responses"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/llm/internal/openaiapi"
 )
 
 // state assembles one streamed turn.
@@ -19,7 +17,7 @@ type state struct {
 	buf     []llm.Event
 	calls   map[int64]*call // by output_index
 	n       int             // calls so far
-	ids     ids
+	ids     openaiapi.CallIDs
 	refusal bool
 	any     bool // text, reasoning or a call arrived
 	done    bool // a terminal event arrived
@@ -83,7 +81,7 @@ func (s *state) event(e *responses.ResponseStreamEventUnion) ([]llm.Event, error
 // start opens a function call.
 func (s *state) start(at int64, item *responses.ResponseOutputItemUnion) *call {
 	s.any = true
-	c := &call{index: s.n, id: s.ids.unique(item.CallID), name: item.Name}
+	c := &call{index: s.n, id: s.ids.Unique(item.CallID), name: item.Name}
 	s.n++
 	if s.calls == nil {
 		s.calls = make(map[int64]*call)
@@ -106,11 +104,8 @@ func (s *state) itemDone(at int64, item *responses.ResponseOutputItemUnion) {
 		if input == "" {
 			input = c.args.String()
 		}
-		if strings.TrimSpace(input) == "" {
-			input = "{}"
-		}
 		s.buf = append(s.buf, &llm.ToolCallDone{Index: c.index, Call: llm.ToolCall{
-			ID: c.id, Name: c.name, Input: json.RawMessage(input), API: API,
+			ID: c.id, Name: c.name, Input: json.RawMessage(openaiapi.Arguments(input)), API: API,
 		}})
 	case "reasoning":
 		s.any = true
@@ -163,27 +158,4 @@ func usage(u *responses.ResponseUsage) *llm.Usage {
 		CacheReadTokens:  read,
 		CacheWriteTokens: write,
 	}
-}
-
-// ids makes the call ids of one turn unique: an empty id becomes a
-// random "call_" id, and an id seen before gets "_2", "_3", ... appended.
-// The zero value is ready to use.
-type ids struct{ seen map[string]bool }
-
-// unique returns id, or a replacement no earlier call of the turn has.
-func (u *ids) unique(id string) string {
-	if u.seen == nil {
-		u.seen = make(map[string]bool)
-	}
-	if id == "" {
-		var b [12]byte
-		rand.Read(b[:])
-		id = "call_" + hex.EncodeToString(b[:])
-	}
-	out := id
-	for n := 2; u.seen[out]; n++ {
-		out = id + "_" + strconv.Itoa(n)
-	}
-	u.seen[out] = true
-	return out
 }

@@ -1,4 +1,4 @@
-package openai
+package openaiapi
 
 import (
 	"context"
@@ -16,32 +16,37 @@ import (
 	"den.dev/den/internal/llm"
 )
 
-// streamError turns what ended a stream early into den's errors.
-func streamError(ctx context.Context, resp *http.Response, err error) error {
+// StreamError turns what ended a stream early into den's errors: the
+// context's error when it was cancelled, HTTPError for an HTTP error
+// answer, an *llm.APIError with Status 0 for an error object inside the
+// stream, and otherwise err wrapped with llm.ErrStream. api prefixes the
+// message and names the adapter in an APIError.
+func StreamError(ctx context.Context, api string, resp *http.Response, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("openai: %w", ctx.Err())
+		return fmt.Errorf("%s: %w", api, ctx.Err())
 	}
 	if resp != nil && resp.StatusCode >= 400 {
-		return httpError(resp)
+		return HTTPError(api, resp)
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {
-		e := errorBody(se.Event.Data)
+		e := errorBody(api, se.Event.Data)
 		if e.Message == "" {
 			e.Message = se.Message
 		}
 		return e
 	}
-	return fmt.Errorf("openai: %w: %w", llm.ErrStream, err)
+	return fmt.Errorf("%s: %w: %w", api, llm.ErrStream, err)
 }
 
-// httpError reads an error answer. The SDK leaves the body readable.
-func httpError(resp *http.Response) *llm.APIError {
+// HTTPError reads an error answer, whose body the SDK leaves readable,
+// into an *llm.APIError with the status and the Retry-After hint.
+func HTTPError(api string, resp *http.Response) *llm.APIError {
 	var body []byte
 	if resp.Body != nil {
 		body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	}
-	e := errorBody(body)
+	e := errorBody(api, body)
 	e.Status = resp.StatusCode
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
@@ -54,8 +59,8 @@ func httpError(resp *http.Response) *llm.APIError {
 // {"error":{"message","type","code"}}, {"error":"text"}, {"message":...},
 // or plain text. Type prefers a string code ("rate_limit_exceeded") over
 // the type ("requests").
-func errorBody(body []byte) *llm.APIError {
-	e := &llm.APIError{API: API}
+func errorBody(api string, body []byte) *llm.APIError {
+	e := &llm.APIError{API: api}
 	var wrap struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
