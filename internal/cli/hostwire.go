@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/hostsvc"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/models"
+	"den.dev/den/internal/models/retry"
+	"den.dev/den/internal/store"
+)
+
+// hostSessions gives den-sessions the calling agent's sessions.
+type hostSessions struct{ st *store.Store }
+
+func (h hostSessions) List(ctx context.Context, agent string) ([]hostsvc.SessionInfo, error) {
+	list, err := h.st.ListSessions(ctx, agent, 100)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hostsvc.SessionInfo, len(list))
+	for i, s := range list {
+		out[i] = hostsvc.SessionInfo{ID: s.ID, Title: s.Title, Model: s.Model, Updated: s.Updated}
+	}
+	return out, nil
+}
+
+// own finds a session of the agent; another agent's session is "not
+// found", never revealed.
+func (h hostSessions) own(ctx context.Context, agent, id string) (store.Session, error) {
+	s, err := h.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && s.Agent != agent) {
+		return store.Session{}, fmt.Errorf("no session %q", id)
+	}
+	return s, err
+}
+
+func (h hostSessions) Show(ctx context.Context, agent, id string) (hostsvc.SessionInfo, []hostsvc.SessionMessage, error) {
+	s, err := h.own(ctx, agent, id)
+	if err != nil {
+		return hostsvc.SessionInfo{}, nil, err
+	}
+	hist, err := h.st.History(ctx, id)
+	if err != nil {
+		return hostsvc.SessionInfo{}, nil, err
+	}
+	var msgs []hostsvc.SessionMessage
+	for _, m := range transcript(hist) {
+		msgs = append(msgs, hostsvc.SessionMessage{Role: m["role"], Text: m["text"]})
+	}
+	return hostsvc.SessionInfo{ID: s.ID, Title: s.Title, Model: s.Model, Updated: s.Updated}, msgs, nil
+}
+
+// Search looks for the words of q in the agent's recent sessions.
+func (h hostSessions) Search(ctx context.Context, agent, q string) ([]hostsvc.Hit, error) {
+	list, err := h.st.ListSessions(ctx, agent, 200)
+	if err != nil {
+		return nil, err
+	}
+	needle := strings.ToLower(q)
+	var hits []hostsvc.Hit
+	for _, s := range list {
+		hist, err := h.st.History(ctx, s.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range transcript(hist) {
+			text := m["text"]
+			if i := strings.Index(strings.ToLower(text), needle); i >= 0 {
+				from, to := max(0, i-60), min(len(text), i+len(q)+60)
+				hits = append(hits, hostsvc.Hit{Session: s.ID, Title: s.Title, Snippet: strings.ToValidUTF8(text[from:to], "")})
+				break
+			}
+		}
+		if len(hits) >= 20 {
+			break
+		}
+	}
+	return hits, nil
+}
+
+// Send adds a user message to another session of the agent, marked as
+// coming from this one, for that session's next run.
+func (h hostSessions) Send(ctx context.Context, agent, from, id, message string) error {
+	if _, err := h.own(ctx, agent, id); err != nil {
+		return err
+	}
+	msg := llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: fmt.Sprintf("[message from session %s]\n%s", from, message)}}}
+	_, err := h.st.Append(ctx, id, msg)
+	return err
+}
+
+// hostModels gives den-model the agent's allow-listed models.
+type hostModels struct {
+	res     *models.Resolver
+	allowed []string
+	st      *store.Store
+	session string
+}
+
+func (h hostModels) List() []hostsvc.ModelInfo {
+	var out []hostsvc.ModelInfo
+	for _, ref := range h.allowed {
+		ts, err := h.res.Resolve(ref)
+		if err != nil || len(ts) == 0 {
+			continue
+		}
+		out = append(out, hostsvc.ModelInfo{Ref: ref, Images: ts[0].Info.Images})
+	}
+	return out
+}
+
+func (h hostModels) Run(ctx context.Context, r hostsvc.ModelRequest) (hostsvc.ModelAnswer, error) {
+	targets, err := h.res.Resolve(r.Ref)
+	if err != nil {
+		return hostsvc.ModelAnswer{}, err
+	}
+	m := &retry.Model{Targets: targets, Open: models.Open}
+	parts := []llm.Part{&llm.Text{Text: r.Prompt}}
+	if r.Image != nil {
+		parts = append(parts, &llm.Image{MediaType: r.ImageType, Data: r.Image})
+	}
+	req := &llm.Request{System: r.System, MaxTokens: r.MaxTokens, Messages: []llm.Message{{Role: llm.User, Parts: parts}}}
+	var c llm.Collector
+	start := time.Now()
+	for ev, err := range m.Stream(ctx, req) {
+		if err != nil {
+			return hostsvc.ModelAnswer{}, err
+		}
+		c.Add(ev)
+	}
+	turn := c.Turn()
+	cost := m.Answered.Info.Cost(turn.Usage)
+	h.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: h.session, Model: m.Answered.Ref, Purpose: "den-model",
+		InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens, CacheReadTokens: turn.Usage.CacheReadTokens,
+		CacheWriteTokens: turn.Usage.CacheWriteTokens, CostUSD: cost, Latency: time.Since(start)})
+	return hostsvc.ModelAnswer{Model: m.Answered.Ref, Text: llm.TextOf(turn.Message), InputTokens: turn.Usage.InputTokens,
+		OutputTokens: turn.Usage.OutputTokens, CostUSD: cost}, nil
+}
+
+// hostConfig gives den-config the config file; secrets stay masked.
+type hostConfig struct{ path string }
+
+func (h hostConfig) Get(key string) (string, error) { return config.Get(h.path, key) }
+
+func (h hostConfig) Set(key, value string) (string, error) {
+	if config.Secret(key) {
+		return "", fmt.Errorf("%s holds a secret: den-config does not set secrets; the user can, with den config set", key)
+	}
+	return config.Set(h.path, key, value)
+}
