@@ -108,6 +108,12 @@ type Agent struct {
 	Network   string   `toml:"network"`
 	Mounts    []string `toml:"mounts"`
 	Memory    string   `toml:"memory"`
+	// Host commands: the trust level (restricted, trusted, full), per
+	// command overrides ("den-config set" = "deny"), and the models
+	// den-model may call.
+	Trust         string            `toml:"trust"`
+	Permissions   map[string]string `toml:"permissions"`
+	AllowedModels []string          `toml:"allowed_models"`
 	Pids      int64    `toml:"pids"`
 	CPUWeight uint64   `toml:"cpu_weight"`
 }
@@ -252,6 +258,18 @@ func (c *Config) validate(data []byte) error {
 		}
 		if a.Pids < 0 {
 			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("pids"))
+		}
+		switch a.Trust {
+		case "", "restricted", "trusted", "full":
+		default:
+			return fmt.Errorf("%w: %s %q: want restricted, trusted or full", ErrInvalid, at("trust"), a.Trust)
+		}
+		for k, v := range a.Permissions {
+			switch v {
+			case "allow", "ask", "deny":
+			default:
+				return fmt.Errorf("%w: %s:%d: agents.%s.permissions %q = %q: want allow, ask or deny", ErrInvalid, c.path, lineOf(data, toml.Key{"agents", name, "permissions", k}), name, k, v)
+			}
 		}
 		if a.CPUWeight > 10000 {
 			return fmt.Errorf("%w: %s: %d is above 10000", ErrInvalid, at("cpu_weight"), a.CPUWeight)

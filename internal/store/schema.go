@@ -100,6 +100,56 @@ CREATE TABLE summaries (
 ) STRICT;
 CREATE INDEX summaries_by_session ON summaries(session_id, id);
 `,
+	// 3: the permission gate's state. approvals are asks waiting for, or
+	// given, an answer (another process answers by updating the row);
+	// rules are per-agent answers given with scope "always"; audit is one
+	// row per host-command call. Agents and sessions are plain text, not
+	// references: the audit outlives the sessions it mentions.
+	`
+CREATE TABLE approvals (
+	id         TEXT PRIMARY KEY,
+	agent      TEXT NOT NULL CHECK (agent <> ''),
+	session_id TEXT NOT NULL DEFAULT '',
+	command    TEXT NOT NULL CHECK (command <> ''),
+	action     TEXT NOT NULL DEFAULT '',
+	args       TEXT NOT NULL CHECK (json_valid(args)),
+	status     TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'denied', 'expired')),
+	scope      TEXT NOT NULL DEFAULT '' CHECK (scope IN ('', 'once', 'session', 'always')),
+	decided_by TEXT NOT NULL DEFAULT '',
+	created_at INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	decided_at INTEGER
+) STRICT;
+CREATE INDEX approvals_by_status ON approvals(status, agent, created_at);
+CREATE INDEX approvals_by_session ON approvals(session_id, command, action, scope);
+
+CREATE TABLE rules (
+	agent      TEXT NOT NULL CHECK (agent <> ''),
+	command    TEXT NOT NULL CHECK (command <> ''),
+	action     TEXT NOT NULL DEFAULT '',
+	decision   TEXT NOT NULL CHECK (decision IN ('allow', 'ask', 'deny')),
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (agent, command, action)
+) STRICT;
+
+CREATE TABLE audit (
+	id          INTEGER PRIMARY KEY,
+	created_at  INTEGER NOT NULL,
+	agent       TEXT NOT NULL,
+	session_id  TEXT NOT NULL DEFAULT '',
+	command     TEXT NOT NULL,
+	action      TEXT NOT NULL DEFAULT '',
+	args        TEXT NOT NULL CHECK (json_valid(args)),
+	decision    TEXT NOT NULL CHECK (decision IN ('allow', 'deny')),
+	decided_by  TEXT NOT NULL,
+	approval_id TEXT NOT NULL DEFAULT '',
+	exit_code   INTEGER NOT NULL,
+	waited_us   INTEGER NOT NULL CHECK (waited_us >= 0),
+	duration_us INTEGER NOT NULL CHECK (duration_us >= 0)
+) STRICT;
+CREATE INDEX audit_by_agent ON audit(agent, id);
+CREATE INDEX audit_by_session ON audit(session_id, id);
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -1,0 +1,195 @@
+package permission
+
+import (
+	"net/url"
+	"path"
+	"strings"
+)
+
+// Decision is what the gate does with a call.
+type Decision string
+
+// The decisions.
+const (
+	Allow Decision = "allow" // run it
+	Ask   Decision = "ask"   // run it if a person approves
+	Deny  Decision = "deny"  // refuse it
+)
+
+// Trust is how much an agent is trusted; it sets the default decision
+// of every command and action.
+type Trust string
+
+// The trust levels.
+const (
+	// Restricted asks before anything that leaves a trace outside the
+	// conversation or reads the user's data, and denies changes to den's
+	// settings and calls to models off the allow-list.
+	Restricted Trust = "restricted"
+	// Trusted is the default: harmless commands run, anything that acts
+	// for the user (sending to another session, changing a setting,
+	// reading the clipboard, a model off the allow-list) asks.
+	Trusted Trust = "trusted"
+	// Full allows everything the user's overrides do not restrict.
+	Full Trust = "full"
+)
+
+// Command names and actions the policy knows. Calls to commands it does
+// not know ask under restricted and trusted, and are allowed under full.
+const (
+	CmdOpen      = "den-open"
+	CmdNotify    = "den-notify"
+	CmdAsk       = "den-ask"
+	CmdModel     = "den-model"
+	CmdSessions  = "den-sessions"
+	CmdConfig    = "den-config"
+	CmdClipboard = "den-clipboard"
+	CmdSpeak     = "den-speak"
+)
+
+// defaults are the decisions per trust level, keyed "command" or
+// "command action"; "command action" is looked up first. den-model run
+// is not here: it depends on the allow-list (see modelRun).
+var defaults = map[Trust]map[string]Decision{
+	Trusted: {
+		CmdOpen:                 Allow,
+		CmdNotify:               Allow,
+		CmdAsk:                  Allow,
+		CmdModel + " list":      Allow,
+		CmdSessions + " list":   Allow,
+		CmdSessions + " search": Allow,
+		CmdSessions + " show":   Allow,
+		CmdSessions + " send":   Ask,
+		CmdConfig + " get":      Allow,
+		CmdConfig + " set":      Ask,
+		CmdClipboard + " read":  Ask,
+		CmdClipboard + " write": Allow,
+		CmdSpeak:                Allow,
+	},
+	Restricted: {
+		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
+		CmdNotify:               Allow,
+		CmdAsk:                  Allow,
+		CmdModel + " list":      Allow,
+		CmdSessions + " list":   Allow,
+		CmdSessions + " search": Ask,
+		CmdSessions + " show":   Ask,
+		CmdSessions + " send":   Ask,
+		CmdConfig + " get":      Allow,
+		CmdConfig + " set":      Deny,
+		CmdClipboard + " read":  Ask,
+		CmdClipboard + " write": Ask,
+		CmdSpeak:                Allow,
+	},
+}
+
+// Policy decides calls for one agent: the defaults of its trust level,
+// then the user's overrides.
+type Policy struct {
+	// Trust sets the defaults; "" is Trusted.
+	Trust Trust
+	// Overrides replace the defaults, keyed "command" (every action of
+	// the command) or "command action" (that action; it wins over the
+	// command's key), e.g. "den-config set": Deny. An override applies
+	// whatever the call's subject: "den-model run": Allow allows every
+	// model, allow-listed or not.
+	Overrides map[string]Decision
+	// Models is the allow-list of den-model run: model refs or group
+	// names, or path.Match patterns such as "anthropic/*".
+	Models []string
+}
+
+// Decide returns the decision for a call of cmd with action ("" for
+// commands without actions), knowing nothing of its subject: den-model
+// run decides as for a model off the allow-list, den-open as for a
+// target that is not a web URL. Use DecideFor when the subject is known.
+func (p Policy) Decide(cmd, action string) Decision {
+	return p.DecideFor(cmd, action, "")
+}
+
+// DecideFor is Decide for a call whose subject is known: the model ref
+// of den-model run, the URL or path of den-open.
+//
+// The order is: an override for "cmd action", else one for "cmd", else
+// the trust level's default. Under full every default is Allow. Under
+// the other levels:
+//   - den-model run is Allow (trusted) or Ask (restricted) for a model on
+//     the allow-list, and Ask (trusted) or Deny (restricted) for others;
+//   - under restricted den-open allows http and https URLs and asks for
+//     anything else (files, other schemes);
+//   - commands and actions the table does not know ask.
+func (p Policy) DecideFor(cmd, action, subject string) Decision {
+	if d, ok := p.Overrides[key(cmd, action)]; ok {
+		return d
+	}
+	if d, ok := p.Overrides[cmd]; ok {
+		return d
+	}
+	trust := p.Trust
+	if trust == "" {
+		trust = Trusted
+	}
+	if trust == Full {
+		return Allow
+	}
+	if cmd == CmdModel && action == "run" {
+		return p.modelRun(trust, subject)
+	}
+	if cmd == CmdOpen && trust == Restricted && isWebURL(subject) {
+		return Allow
+	}
+	table := defaults[trust]
+	if d, ok := table[key(cmd, action)]; ok {
+		return d
+	}
+	if d, ok := table[cmd]; ok {
+		return d
+	}
+	return Ask
+}
+
+func (p Policy) modelRun(trust Trust, model string) Decision {
+	listed := p.ModelAllowed(model)
+	switch {
+	case trust == Trusted && listed:
+		return Allow
+	case trust == Trusted, listed:
+		return Ask
+	}
+	return Deny
+}
+
+// ModelAllowed reports whether model is on the allow-list.
+func (p Policy) ModelAllowed(model string) bool {
+	if model == "" {
+		return false
+	}
+	for _, m := range p.Models {
+		if m == model {
+			return true
+		}
+		if ok, err := path.Match(m, model); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// key is the overrides key of a command and action.
+func key(cmd, action string) string {
+	if action == "" {
+		return cmd
+	}
+	return cmd + " " + action
+}
+
+// isWebURL reports whether s is an absolute http or https URL with a
+// host.
+func isWebURL(s string) bool {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" {
+		return false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	return scheme == "http" || scheme == "https"
+}
