@@ -17,7 +17,9 @@ import (
 
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/agent/ctxwin"
+	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/permission"
 )
 
 const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's current turn
@@ -145,7 +147,79 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 		color = term.IsTerminal(int(out.Fd()))
 	}
 	view := &chatView{w: g.stdout, color: color}
-	r, err := newRunner(ctx, g, f, view.emit, "")
+	// One goroutine reads lines; the prompt, den-ask and approvals take
+	// them from it, so a question can give up when answered elsewhere.
+	lines := make(chan string)
+	go func() {
+		in := bufio.NewReader(g.stdin)
+		for {
+			line, err := in.ReadString('\n')
+			if line != "" || err == nil {
+				lines <- line
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	readLine := func(ctx context.Context) (string, bool) {
+		select {
+		case l, ok := <-lines:
+			return strings.TrimSpace(l), ok
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+	faces := hostFaces{mode: permission.Wait}
+	faces.emit = func(e any) {
+		view.mu.Lock()
+		defer view.mu.Unlock()
+		view.newline()
+		switch e := e.(type) {
+		case *hostsvc.NotifyEvent:
+			fmt.Fprintf(view.w, "  🔔 %s: %s\n", e.Title, e.Message)
+		case *hostsvc.OpenEvent:
+			fmt.Fprintf(view.w, "  ↗ open %s\n", e.Target)
+		case *hostsvc.SpeechEvent:
+			fmt.Fprintf(view.w, "  🔊 %s\n", e.Path)
+		}
+	}
+	faces.ask = func(ctx context.Context, q string, choices []string) (string, error) {
+		view.mu.Lock()
+		view.newline()
+		if len(choices) > 0 {
+			fmt.Fprintf(view.w, "? %s [%s] ", q, strings.Join(choices, "/"))
+		} else {
+			fmt.Fprintf(view.w, "? %s ", q)
+		}
+		view.mu.Unlock()
+		l, ok := readLine(ctx)
+		if !ok {
+			return "", context.Canceled
+		}
+		return l, nil
+	}
+	faces.prompt = func(ctx context.Context, a *permission.ApprovalRequest) (permission.Answer, error) {
+		view.mu.Lock()
+		view.newline()
+		fmt.Fprintf(view.w, "! %s\n  allow? [y]es once / [s]ession / [a]lways / [N]o (or den approve %s elsewhere): ", a.Question(), a.ID)
+		view.mu.Unlock()
+		l, ok := readLine(ctx)
+		if !ok {
+			return permission.Answer{}, context.Canceled
+		}
+		switch strings.ToLower(l) {
+		case "y", "yes":
+			return permission.Answer{Approve: true, Scope: permission.Once}, nil
+		case "s", "session":
+			return permission.Answer{Approve: true, Scope: permission.Session}, nil
+		case "a", "always":
+			return permission.Answer{Approve: true, Scope: permission.Always}, nil
+		}
+		return permission.Answer{Approve: false}, nil
+	}
+	r, err := newRunner(ctx, g, f, view.emit, faces, "")
 	if err != nil {
 		return err
 	}
@@ -173,16 +247,14 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 	}
 	g.mu.Unlock()
 
-	in := bufio.NewReader(g.stdin)
 	titled := r.sess.Title != ""
 	for {
 		fmt.Fprint(g.stdout, "> ")
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
+		line, ok := readLine(ctx)
+		if !ok {
 			fmt.Fprintln(g.stdout)
 			return nil
 		}
-		line = strings.TrimSpace(line)
 		mu.Lock()
 		interrupts = 0
 		mu.Unlock()
@@ -197,7 +269,7 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 		case line == "/new":
 			r.close()
 			f.sessionID, f.cont = "", false
-			if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+			if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
 				return err
 			}
 			titled = false
@@ -229,10 +301,10 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			old := f.model
 			f.model, f.sessionID, f.cont = ref, r.sess.ID, false
 			r.close()
-			if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+			if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
 				fmt.Fprintln(g.stdout, "error:", err)
 				f.model = old
-				if r, err = newRunner(ctx, g, f, view.emit, ""); err != nil {
+				if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
 					return err
 				}
 			}

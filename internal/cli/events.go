@@ -99,3 +99,14 @@ type textLine struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
+
+// emitHost writes a host-command or permission event.
+func (j *jsonEvents) emitHost(e any) {
+	v := hostEventJSON(e)
+	if v == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.enc.Encode(v)
+}

@@ -21,6 +21,7 @@ import (
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/models/retry"
+	"den.dev/den/internal/permission"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/tool"
 )
@@ -97,12 +98,25 @@ func readPrompt(args []string, stdin io.Reader) (string, error) {
 
 func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) error {
 	var events func(agent.Event)
+	faces := hostFaces{emit: func(any) {}, mode: permission.DenyAsks}
 	if f.json {
-		events = newJSONEvents(g.stdout).emit
+		je := newJSONEvents(g.stdout)
+		events, faces.emit = je.emit, je.emitHost
 	} else {
 		events = func(agent.Event) {}
+		faces.emit = func(e any) {
+			if a, ok := e.(*permission.ApprovalRequest); ok {
+				fmt.Fprintf(g.stderr, "den: approval needed: %s\n     answer with: den approve %s   (or den deny %s)\n", a.Question(), a.ID, a.ID)
+			}
+		}
 	}
-	r, err := newRunner(ctx, g, f, events, prompt)
+	switch {
+	case f.yes:
+		faces.mode = permission.AutoApprove
+	case isTerminal(g.stdin) || isTerminal(g.stderr):
+		faces.mode = permission.Wait
+	}
+	r, err := newRunner(ctx, g, f, events, faces, prompt)
 	if err != nil {
 		var u usageError
 		if f.json && !errors.As(err, &u) {
@@ -151,11 +165,13 @@ type runner struct {
 	targets []models.Target
 	acfg    agent.Config
 	emit    func(agent.Event)
+
+	stopHost func()
 }
 
 // newRunner opens (or creates) the session and starts its computer.
 // titleHint names a new session.
-func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.Event), titleHint string) (*runner, error) {
+func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.Event), faces hostFaces, titleHint string) (*runner, error) {
 	if f.maxTurns <= 0 {
 		return nil, usageError{fmt.Errorf("--max-turns %d: want a positive number", f.maxTurns)}
 	}
@@ -222,6 +238,12 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		return nil, err
 	}
 	info, _, _ := comp.Info()
+	host, stopHost, err := hostCommands(DataDir(g.dataDir), cfg, st, comp, f.agent, sess.ID, o, faces)
+	if err != nil {
+		return nil, err
+	}
+	r.stopHost = stopHost
+	o.Host = host
 	events(&agent.SessionEvent{SessionID: sess.ID, Agent: f.agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
 	if r.box, err = comp.Start(ctx, sess.ID, o); err != nil {
 		return nil, err
@@ -304,6 +326,9 @@ func (r *runner) compact(ctx context.Context) (int, error) {
 func (r *runner) close() {
 	if r.box != nil {
 		r.box.Close()
+	}
+	if r.stopHost != nil {
+		r.stopHost()
 	}
 	r.st.Close()
 }
@@ -480,4 +505,9 @@ func strategyOf(cfg *config.Config, ref string) string {
 		return g.Strategy
 	}
 	return ""
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

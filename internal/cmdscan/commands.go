@@ -380,33 +380,33 @@ func (c *call) classify() {
 	case "git":
 		c.git()
 	case "apk":
-		c.pkg("apk", set("add", "del", "upgrade", "fix"), set("update", "fetch"), 1)
+		c.pkg("apk", set("add", "del", "upgrade", "fix"), set("update", "fetch"))
 	case "apt", "apt-get", "aptitude":
-		c.pkg(n, set("install", "reinstall", "remove", "purge", "autoremove", "upgrade", "full-upgrade", "dist-upgrade", "build-dep"), set("update", "download", "source"), 1)
+		c.pkg(n, set("install", "reinstall", "remove", "purge", "autoremove", "upgrade", "full-upgrade", "dist-upgrade", "build-dep"), set("update", "download", "source"))
 	case "dpkg":
 		if c.hasOpt('i', "--install") || c.hasOpt('r', "--remove") || c.hasOpt('P', "--purge") {
 			c.flag(PackageInstall, "dpkg installs or removes packages")
 		}
 	case "pip", "pip3", "pipx":
-		c.pkg(n, set("install", "uninstall", "inject", "upgrade", "reinstall"), set("download", "wheel", "search", "index"), 1)
+		c.pkg(n, set("install", "uninstall", "inject", "upgrade", "reinstall"), set("download", "wheel", "search", "index"))
 	case "uv":
 		c.uv()
 	case "poetry", "pdm", "hatch":
-		c.pkg(n, set("add", "install", "remove", "update", "sync", "lock"), nil, 1)
+		c.pkg(n, set("add", "install", "remove", "update", "sync", "lock"), nil)
 	case "npm", "pnpm", "yarn", "bun":
 		c.npm()
 	case "npx", "pnpx", "bunx":
 		c.flag(Network, "%s downloads and runs a package", n)
 		c.flag(RunsCode, "%s downloads and runs a package", n)
 	case "cargo":
-		c.pkg("cargo", set("install", "uninstall"), set("fetch", "update", "add", "search", "publish"), 1)
+		c.pkg("cargo", set("install", "uninstall"), set("fetch", "update", "add", "search", "publish"))
 		c.buildTool()
 	case "gem":
-		c.pkg("gem", set("install", "uninstall", "update"), set("fetch", "push", "search"), 1)
+		c.pkg("gem", set("install", "uninstall", "update"), set("fetch", "push", "search"))
 	case "go":
 		c.goTool()
 	case "brew", "conda", "mamba", "micromamba", "snap", "flatpak", "dnf", "yum", "zypper", "nix-env", "port", "pkg":
-		c.pkg(n, set("install", "add", "remove", "uninstall", "erase", "upgrade", "update", "create", "-i", "-e"), set("search", "refresh"), 1)
+		c.pkg(n, set("install", "add", "remove", "uninstall", "erase", "upgrade", "update", "create", "-i", "-e"), set("search", "refresh"))
 	case "pacman":
 		if c.hasOpt('S') || c.hasOpt('R') || c.hasOpt('U') {
 			c.flag(PackageInstall, "pacman installs or removes packages")
@@ -1190,7 +1190,7 @@ found:
 // pkg handles a package manager whose subcommand is the first operand.
 // install lists subcommands that install or remove packages, network
 // those that only fetch.
-func (c *call) pkg(tool string, install, network map[string]bool, _ int) {
+func (c *call) pkg(tool string, install, network map[string]bool) {
 	sub := ""
 	for _, a := range c.args[1:] {
 		if install[a.val] {

@@ -159,8 +159,7 @@ func snippet(src string, n syntax.Node) string {
 	return s
 }
 
-// callName returns the literal command name of a simple command and the
-// index of that word, skipping nothing; "" when it is computed.
+// litWord returns the value of w when it is static, else "".
 func litWord(w *syntax.Word) string {
 	if w == nil {
 		return ""

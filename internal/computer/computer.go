@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/hostcmd"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/rootfs"
@@ -195,6 +196,17 @@ type SessionOptions struct {
 	Env     []string // added to the base environment
 	Timeout time.Duration
 	Log     func(string)
+	// Host, when set, gives the computer den's host commands.
+	Host *HostCommands
+}
+
+// HostCommands is how a computer reaches den's host commands: the shim
+// bound into it under each command's name, and a socket per session
+// served by Broker.
+type HostCommands struct {
+	Broker *hostcmd.Broker
+	Shim   string   // host path of the den-hostcmd program
+	Names  []string // the names linked to it in /usr/local/bin
 }
 
 // BaseEnv is the environment every process in a computer starts with.
@@ -252,12 +264,17 @@ func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) 
 type Session struct {
 	*sandbox.Session
 	group *cgroup.Group
+	host  *hostcmd.Listener
 }
 
-// Close stops every process of the session and releases its control
-// group.
+// Close stops every process of the session, its host-command socket and
+// its control group.
 func (s *Session) Close() error {
 	err := s.Session.Close()
+	if s.host != nil {
+		s.host.Close()
+		os.RemoveAll(s.host.Dir())
+	}
 	if s.group != nil {
 		s.group.Remove()
 	}
@@ -289,6 +306,19 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		s.group = g
 		spec.Cgroup = g
 	}
+	if o.Host != nil {
+		if err := hostcmd.EnsureLinks(c.Rootfs(), o.Host.Names); err != nil {
+			s.release()
+			return nil, fmt.Errorf("computer: host commands: %w", err)
+		}
+		l, err := o.Host.Broker.Listen(filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix+".host"), hostcmd.SessionInfo{Agent: c.agent, Session: session})
+		if err != nil {
+			s.release()
+			return nil, fmt.Errorf("computer: host commands: %w", err)
+		}
+		s.host = l
+		spec.Binds = append(spec.Binds, hostcmd.Binds(o.Host.Shim, l.Dir())...)
+	}
 	env := append(BaseEnv(session), o.Env...)
 	ctl := filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix)
 	ss, err := sandbox.Start(ctx, sandbox.SessionOptions{
@@ -301,14 +331,23 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		Log:        o.Log,
 	})
 	if err != nil {
-		if s.group != nil {
-			s.group.Remove()
-		}
+		s.release()
 		os.RemoveAll(ctl)
 		return nil, err
 	}
 	s.Session = ss
 	return s, nil
+}
+
+// release undoes a start that failed.
+func (s *Session) release() {
+	if s.host != nil {
+		s.host.Close()
+		os.RemoveAll(s.host.Dir())
+	}
+	if s.group != nil {
+		s.group.Remove()
+	}
 }
 
 func randomSuffix() string {
@@ -449,6 +488,12 @@ func (c *Computer) running() []string {
 	var out []string
 	for _, e := range ents {
 		f := strings.Split(e.Name(), ".")
+		if len(f) == 5 && f[4] == "host" && f[0] == c.agent {
+			if !ownerAlive(strings.TrimSuffix(e.Name(), ".host")) {
+				os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
+			continue
+		}
 		if len(f) != 4 || f[0] != c.agent {
 			continue
 		}

@@ -168,7 +168,7 @@ func (b Bind) Validate() error {
 
 // reservedGuestPaths are the mount points den owns inside every computer.
 var reservedGuestPaths = []string{
-	"/proc", "/dev", "/tmp", GuestRun, GuestWorkspace,
+	"/proc", "/dev", "/tmp", GuestRun, "/run/den-host", "/usr/local/bin/den-hostcmd", GuestWorkspace,
 	GuestAttachments, GuestOffloads, GuestBrowser, GuestMemory, GuestSkills, GuestShared,
 }
 

@@ -1,0 +1,142 @@
+package clitest
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
+)
+
+func shellTurn(id, command string) llmtest.Turn {
+	return llmtest.Turn{Calls: []llmtest.Call{{ID: id, Name: "shell_execute", Input: `{"command":` + quoteJSON(command) + `}`}}}
+}
+
+func quoteJSON(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// TestHostCommandsThroughTheSandbox: a command inside the computer calls
+// den-notify and the event reaches den run --json; a call the agent's
+// policy denies gets the envelope and exit code 3; an ask with nobody to
+// answer is denied at once; everything is in the audit log.
+func TestHostCommandsThroughTheSandbox(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t,
+		shellTurn("t1", `echo payload | den-notify --title Build "all tests pass"; echo rc=$?`),
+		shellTurn("t2", `den-config set agents.default.model x/y; echo rc=$?`),
+		shellTurn("t3", `den-sessions send nosuch hello; echo rc=$?; xdg-open https://example.org -q; echo rc=$?`),
+		llmtest.Turn{Text: "done"},
+	)
+	d := newDen(t)
+	cfg := d.WriteConfig("config.toml", "[agents.default.permissions]\n\"den-config set\" = \"deny\"\n")
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--config", cfg, "--rootfs", "busybox", "go")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	n := ofType(events, "notify")
+	if len(n) != 1 || n[0]["title"] != "Build" || n[0]["message"] != "all tests pass" {
+		t.Errorf("notify events: %v", n)
+	}
+	res := ofType(events, "tool_result")
+	if out := res[0]["output"].(string); !strings.Contains(out, `"ok": true`) || !strings.Contains(out, "rc=0") || !strings.Contains(out, `"tool": "den-notify"`) {
+		t.Errorf("den-notify result: %q", out)
+	}
+	if out := res[1]["output"].(string); !strings.Contains(out, "authorization_denied") || !strings.Contains(out, "rc=3") {
+		t.Errorf("denied den-config set: %q", out)
+	}
+	// den-sessions send asks; den run without a terminal denies asks.
+	out := res[2]["output"].(string)
+	if !strings.Contains(out, "rc=3") {
+		t.Errorf("unanswerable ask: %q", out)
+	}
+	if o := ofType(events, "open"); len(o) != 1 || o[0]["target"] != "https://example.org" || !strings.Contains(out, "rc=0") {
+		t.Errorf("xdg-open: %v %q", o, out)
+	}
+	audit := d.MustRun("audit", "--json")
+	for _, want := range []string{"den-notify", "den-config", "den-sessions", "den-open", "deny"} {
+		if !strings.Contains(audit.Stdout, want) {
+			t.Errorf("audit lacks %q: %s", want, audit.Stdout)
+		}
+	}
+}
+
+// TestApprovalFromAnotherProcess: den chat waits on an ask; a second
+// process answers it with den approve, and the call goes through.
+func TestApprovalFromAnotherProcess(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t,
+		shellTurn("t1", `den-config set agents.default.pids 77; echo rc=$?`),
+		llmtest.Turn{Text: "set it"},
+	)
+	d := newDen(t)
+	cfg := d.WriteConfig("config.toml", "# mine\n[agents.default]\nnetwork = \"on\"\n")
+	cmd := exec.Command(d.Bin, "--config", cfg, "chat", "--rootfs", "busybox")
+	cmd.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	io.WriteString(stdin, "raise the limit\n")
+	idRE := regexp.MustCompile(`den approve (\S+) elsewhere`)
+	found := make(chan string, 1)
+	var seen strings.Builder
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Split(bufio.ScanRunes)
+		for sc.Scan() {
+			seen.WriteString(sc.Text())
+			if m := idRE.FindStringSubmatch(seen.String()); m != nil {
+				found <- m[1]
+				seen.Reset()
+			}
+		}
+		close(found)
+	}()
+	var id string
+	select {
+	case id = <-found:
+	case <-time.After(90 * time.Second):
+		t.Fatal("no approval request")
+	}
+	if out := d.MustRun("approve", id); !strings.Contains(out.Stdout+out.Stderr, id) {
+		t.Logf("approve: %s", out)
+	}
+	// The answered call runs; then the chat goes on.
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(cfg)
+		if strings.Contains(string(b), "pids = 77") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, _ := os.ReadFile(cfg)
+	if !strings.Contains(string(b), "pids = 77") || !strings.Contains(string(b), "# mine") {
+		t.Errorf("config after the approved set:\n%s", b)
+	}
+	io.WriteString(stdin, "/exit\n")
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Error("chat did not exit")
+	}
+	if out := d.MustRun("audit", "--json"); !strings.Contains(out.Stdout, id) {
+		t.Errorf("audit does not name the approval: %s", out.Stdout)
+	}
+}
