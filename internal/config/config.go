@@ -104,18 +104,18 @@ type Agent struct {
 	Instructions     string `toml:"instructions"`      // extra instructions for the system prompt
 	InstructionsFile string `toml:"instructions_file"` // or read them from a file
 
-	Rootfs    string   `toml:"rootfs"`
-	Network   string   `toml:"network"`
-	Mounts    []string `toml:"mounts"`
-	Memory    string   `toml:"memory"`
+	Rootfs  string   `toml:"rootfs"`
+	Network string   `toml:"network"`
+	Mounts  []string `toml:"mounts"`
+	Memory  string   `toml:"memory"`
 	// Host commands: the trust level (restricted, trusted, full), per
 	// command overrides ("den-config set" = "deny"), and the models
 	// den-model may call.
 	Trust         string            `toml:"trust"`
 	Permissions   map[string]string `toml:"permissions"`
 	AllowedModels []string          `toml:"allowed_models"`
-	Pids      int64    `toml:"pids"`
-	CPUWeight uint64   `toml:"cpu_weight"`
+	Pids          int64             `toml:"pids"`
+	CPUWeight     uint64            `toml:"cpu_weight"`
 }
 
 // Path is the file the config was read from ("" when there was none).
