@@ -25,7 +25,11 @@ func runCalls(ctx context.Context, cfg Config, guard *loopguard.Guard, calls []*
 	answered := make([]bool, len(calls)) // answered without running
 	for i, c := range calls {
 		results[i], notes[i], answered[i] = prepare(cfg, guard, c)
-		cfg.Emit(&ToolCallEvent{ID: c.ID, Name: c.Name, Input: inputJSON(c.Input)})
+		ev := &ToolCallEvent{ID: c.ID, Name: c.Name, Input: inputJSON(c.Input)}
+		if l, ok := cfg.Tools.(Labeler); ok {
+			ev.Labels = l.Labels(c)
+		}
+		cfg.Emit(ev)
 	}
 	limit := cfg.MaxParallel
 	if limit <= 0 {

@@ -26,11 +26,19 @@ type TextEvent struct{ Text string }
 // ThinkingEvent is more reasoning text.
 type ThinkingEvent struct{ Text string }
 
-// ToolCallEvent is a call about to run.
+// ToolCallEvent is a call about to run. Labels classify it for tool
+// cards (for shell commands: read_only, writes, destructive, network,
+// package_install, touches_mount, host_command, runs_code).
 type ToolCallEvent struct {
-	ID    string
-	Name  string
-	Input json.RawMessage
+	ID     string
+	Name   string
+	Input  json.RawMessage
+	Labels []string
+}
+
+// Labeler is what Tools may also do: classify a call for the faces.
+type Labeler interface {
+	Labels(call *llm.ToolCall) []string
 }
 
 // ToolResultEvent is a call's result.

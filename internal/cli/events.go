@@ -33,11 +33,12 @@ func (j *jsonEvents) emit(e agent.Event) {
 		v = textLine{"thinking", e.Text}
 	case *agent.ToolCallEvent:
 		v = struct {
-			Type  string          `json:"type"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}{"tool_call", e.ID, e.Name, e.Input}
+			Type   string          `json:"type"`
+			ID     string          `json:"id"`
+			Name   string          `json:"name"`
+			Input  json.RawMessage `json:"input"`
+			Labels []string        `json:"labels,omitempty"`
+		}{"tool_call", e.ID, e.Name, e.Input, e.Labels}
 	case *agent.ToolResultEvent:
 		v = struct {
 			Type    string `json:"type"`

@@ -29,15 +29,15 @@ type hostFaces struct {
 // the agent's policy around each command, served on the session's
 // socket by a broker of its own.
 func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *computer.Computer, agentName, session string,
-	o computer.SessionOptions, faces hostFaces) (*computer.HostCommands, func(), error) {
+	o computer.SessionOptions, faces hostFaces) (*computer.HostCommands, *permission.Gate, permission.Policy, func(), error) {
 	ac := cfg.Agent(agentName)
 	policy, err := permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	if err != nil {
-		return nil, nil, fmt.Errorf("config: agents.%s: %w", agentName, err)
+		return nil, nil, policy, nil, fmt.Errorf("config: agents.%s: %w", agentName, err)
 	}
 	shim, err := hostcmd.ShimPath(dataDir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, policy, nil, err
 	}
 	gate := permission.New(st, agentName, policy, permission.Options{
 		Emit:   func(ev permission.Event) { faces.emit(ev) },
@@ -82,7 +82,7 @@ func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		})
 	}
 	broker := hostcmd.NewBroker(mux, nil)
-	return &computer.HostCommands{Broker: broker, Shim: shim, Names: hostcmd.LinkNames()}, func() { broker.Close() }, nil
+	return &computer.HostCommands{Broker: broker, Shim: shim, Names: hostcmd.LinkNames()}, gate, policy, func() { broker.Close() }, nil
 }
 
 // subject is what an action acts on, when the policy looks at it.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,12 +17,14 @@ import (
 	"golang.org/x/term"
 
 	"den.dev/den/internal/agent"
+	"den.dev/den/internal/cmdscan"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/models/retry"
 	"den.dev/den/internal/permission"
+	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/tool"
 )
@@ -238,7 +241,7 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		return nil, err
 	}
 	info, _, _ := comp.Info()
-	host, stopHost, err := hostCommands(DataDir(g.dataDir), cfg, st, comp, f.agent, sess.ID, o, faces)
+	host, gate, perm, stopHost, err := hostCommands(DataDir(g.dataDir), cfg, st, comp, f.agent, sess.ID, o, faces)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +273,8 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		Network: o.Network, Mounts: mounts,
 	}, instructions, time.Now())
 	chain := r.chain
-	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images}}
+	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images, Shell: r.box.Shell()},
+		session: sess.ID, mounts: scanMounts(o.Mounts), gate: gate, restricted: perm.Trust == permission.Restricted}
 	r.acfg = agent.Config{
 		Model:     chain,
 		ModelName: r.targets[0].Model,
@@ -394,10 +398,17 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// registryTools adapts the tool registry to the loop.
+// registryTools adapts the tool registry to the loop, and puts shell
+// commands through the command scanner: labels for the faces and, under
+// restricted trust, an approval before a command that could destroy
+// files in a read-write user mount.
 type registryTools struct {
-	reg *tool.Registry
-	env *tool.Env
+	reg        *tool.Registry
+	env        *tool.Env
+	session    string
+	mounts     []cmdscan.Mount
+	gate       *permission.Gate
+	restricted bool
 }
 
 func (r *registryTools) Specs() []llm.Tool { return r.reg.Specs() }
@@ -408,9 +419,63 @@ func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
 	return r.reg.ReadOnly(*c) || c.Name == "shell_execute"
 }
 
+// Labels classifies a shell command for tool cards.
+func (r *registryTools) Labels(c *llm.ToolCall) []string {
+	cmd, ok := shellCommand(c)
+	if !ok {
+		return nil
+	}
+	class, _ := cmdscan.Classify(cmd, "", r.mounts)
+	return class.Labels()
+}
+
 func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) llm.ToolResult {
+	if cmd, ok := shellCommand(c); ok && r.restricted && r.gate != nil {
+		class, _ := cmdscan.Classify(cmd, "", r.mounts)
+		if class.DestroysWritableMount() {
+			pc, err := r.gate.Check(ctx, permission.Request{Session: r.session, Command: "shell_execute", Action: "destructive",
+				Subject: strings.Join(class.WritableMounts(), ","), Args: []string{cmd}})
+			if err != nil || pc.Decision != permission.Allow {
+				why := "the user did not approve it"
+				if err != nil {
+					why = err.Error()
+				}
+				return llm.ToolResult{IsError: true, Content: []llm.Part{&llm.Text{Text: fmt.Sprintf(
+					"not run: this command could delete or overwrite files in the user's folder %s, and %s. Ask the user, or change only files you created.",
+					strings.Join(class.WritableMounts(), ", "), why)}}}
+			}
+			res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
+			code := 0
+			if res.IsError {
+				code = 1
+			}
+			pc.Finish(context.WithoutCancel(ctx), code)
+			return res
+		}
+	}
 	res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
 	return res
+}
+
+func shellCommand(c *llm.ToolCall) (string, bool) {
+	if c.Name != "shell_execute" {
+		return "", false
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(c.Input, &in) != nil || in.Command == "" {
+		return "", false
+	}
+	return in.Command, true
+}
+
+func scanMounts(binds []sandbox.Bind) []cmdscan.Mount {
+	out := make([]cmdscan.Mount, len(binds))
+	for i, b := range binds {
+		out[i] = cmdscan.Mount{Guest: b.Guest, ReadOnly: b.ReadOnly}
+	}
+	return out
 }
 
 // parseBudget reads "0.50", "$2" or "2usd" as dollars, and "200k tokens",

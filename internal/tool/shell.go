@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"den.dev/den/internal/cmdscan"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/sandbox"
 )
@@ -67,6 +68,16 @@ func (ShellExecute) Run(ctx context.Context, env *Env, input json.RawMessage) (R
 	}
 	if in.Timeout <= 0 {
 		in.Timeout = ShellDefaultTimeout
+	}
+	// The computer's shell is BusyBox ash (or dash) when bash is not
+	// installed: bash-only syntax would fail or, worse, silently do
+	// something else. Say which construct, and how to get bash.
+	if env.Shell != "" && !strings.HasSuffix(env.Shell, "bash") {
+		if need, cs := cmdscan.NeedsBash(in.Command, "ash"); need && len(cs) > 0 {
+			c := cs[0]
+			return Errorf("this computer's /bin/sh is not bash, and the command uses bash-only syntax: %s at line %d column %d (%q). %s Or install bash first (apk add bash); den then runs commands with it.",
+				c.Name, c.Pos.Line, c.Pos.Col, c.Snippet, c.Fix), nil
+		}
 	}
 	cmd := sandbox.Command{Script: in.Command, Timeout: time.Duration(in.Timeout) * time.Second}
 	run := env.Computer.Run

@@ -45,6 +45,9 @@ type Env struct {
 	Computer Computer
 	// Images says the model accepts images in tool results.
 	Images bool
+	// Shell is the computer's shell (bash when installed); shell_execute
+	// refuses bash-only syntax when it is not bash.
+	Shell string
 	// Concurrent says the call runs beside other calls of its turn;
 	// Registry.Call sets it. Shell commands then run as fresh processes
 	// instead of in the persistent shell.

@@ -2,6 +2,7 @@ package clitest
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -138,5 +139,50 @@ func TestApprovalFromAnotherProcess(t *testing.T) {
 	}
 	if out := d.MustRun("audit", "--json"); !strings.Contains(out.Stdout, id) {
 		t.Errorf("audit does not name the approval: %s", out.Stdout)
+	}
+}
+
+// TestShellCommandsAreScanned: tool calls carry the command's class; a
+// destructive command on a read-write user mount asks first under
+// restricted trust (and den run without a terminal denies the ask); a
+// bash-only command on BusyBox ash gets an error naming the construct.
+func TestShellCommandsAreScanned(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	notes := t.TempDir()
+	os.WriteFile(notes+"/keep.md", []byte("precious\n"), 0o644)
+	fake := llmtest.NewAnthropic(t,
+		shellTurn("t1", "rm -rf /mnt/notes/*"),
+		shellTurn("t2", "a=(1 2 3); echo ${a[1]}"),
+		shellTurn("t3", "cat /mnt/notes/keep.md"),
+		llmtest.Turn{Text: "ok"},
+	)
+	d := newDen(t)
+	cfg := d.WriteConfig("config.toml", "[agents.default]\ntrust = \"restricted\"\n")
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL},
+		"--config", cfg, "--rootfs", "busybox", "--mount", notes+":/mnt/notes", "tidy")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	calls := ofType(events, "tool_call")
+	labels := fmt.Sprint(calls[0]["labels"])
+	if !strings.Contains(labels, "destructive") || !strings.Contains(labels, "touches_mount") {
+		t.Errorf("labels of rm -rf: %v", labels)
+	}
+	if l := fmt.Sprint(calls[2]["labels"]); !strings.Contains(l, "read_only") {
+		t.Errorf("labels of cat: %v", l)
+	}
+	res := ofType(events, "tool_result")
+	if res[0]["is_error"] != true || !strings.Contains(res[0]["output"].(string), "not run") {
+		t.Errorf("destructive command ran: %v", res[0])
+	}
+	if b, err := os.ReadFile(notes + "/keep.md"); err != nil || string(b) != "precious\n" {
+		t.Errorf("the user's file: %q %v", b, err)
+	}
+	if out := res[1]["output"].(string); res[1]["is_error"] != true || !strings.Contains(out, "bash") || !strings.Contains(out, "line 1") {
+		t.Errorf("bashism: %q", out)
+	}
+	if out := res[2]["output"].(string); !strings.Contains(out, "precious") {
+		t.Errorf("read: %q", out)
 	}
 }
