@@ -39,8 +39,8 @@ func LinkNames() []string {
 // then cannot remove or replace the socket.
 func Binds(shim, sockDir string) []sandbox.Bind {
 	return []sandbox.Bind{
-		{Host: shim, Guest: GuestShim, ReadOnly: true},
-		{Host: sockDir, Guest: GuestDir, ReadOnly: true},
+		{Host: shim, Guest: GuestShim, ReadOnly: true, Internal: true},
+		{Host: sockDir, Guest: GuestDir, ReadOnly: true, Internal: true},
 	}
 }
 

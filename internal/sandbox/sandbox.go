@@ -115,6 +115,9 @@ type Bind struct {
 	Host     string
 	Guest    string
 	ReadOnly bool
+	// Internal marks den's own binds (its control folder, the host
+	// command program and socket), as opposed to the user's mounts.
+	Internal bool
 }
 
 // String renders the bind in the CLI's HOST:GUEST[:ro] form.

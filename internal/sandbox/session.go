@@ -107,7 +107,7 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 		return nil, fmt.Errorf("sandbox: control folder: %w", err)
 	}
 	spec := opts.Spec
-	spec.Binds = append(append([]Bind(nil), spec.Binds...), Bind{Host: opts.ControlDir, Guest: GuestRun, ReadOnly: true})
+	spec.Binds = append(append([]Bind(nil), spec.Binds...), Bind{Host: opts.ControlDir, Guest: GuestRun, ReadOnly: true, Internal: true})
 
 	inR, inW, err := os.Pipe()
 	if err != nil {

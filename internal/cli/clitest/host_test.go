@@ -186,3 +186,22 @@ func TestShellCommandsAreScanned(t *testing.T) {
 		t.Errorf("read: %q", out)
 	}
 }
+
+// TestHostCommandsUnderProot: the same shim and socket work under the
+// proot backend.
+func TestHostCommandsUnderProot(t *testing.T) {
+	sandboxtest.Need(t, "proot", "proot")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t, shellTurn("t1", `den-notify "from proot"; echo rc=$?`), llmtest.Turn{Text: "ok"})
+	d := newDen(t)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--backend", "proot", "--rootfs", "busybox", "go")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	if n := ofType(events, "notify"); len(n) != 1 || n[0]["message"] != "from proot" {
+		t.Errorf("notify: %v", n)
+	}
+	if out := ofType(events, "tool_result")[0]["output"].(string); !strings.Contains(out, "rc=0") {
+		t.Errorf("result: %q", out)
+	}
+}

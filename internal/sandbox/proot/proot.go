@@ -86,7 +86,7 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 		return nil, fmt.Errorf("%w: proot cannot turn the network off; set the agent's network to on, or use the bwrap backend", sandbox.ErrUnavailable)
 	}
 	for _, m := range spec.Binds {
-		if m.ReadOnly && m.Guest != sandbox.GuestRun {
+		if m.ReadOnly && !m.Internal {
 			return nil, fmt.Errorf("%w: proot cannot enforce the read-only mount %s; use the bwrap backend or mount it read-write", sandbox.ErrUnavailable, m)
 		}
 	}
