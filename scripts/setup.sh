@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 GO_VERSION=1.26.8
 pkgs=(bubblewrap debootstrap busybox-static ca-certificates tar xz-utils zstd)
 if [ "${1:-}" = --test ]; then
-	pkgs+=(proot uidmap util-linux passwd hyperfine)
+	pkgs+=(proot uidmap util-linux passwd hyperfine espeak-ng)
 fi
 
 sudo=

@@ -205,3 +205,30 @@ func TestHostCommandsUnderProot(t *testing.T) {
 		t.Errorf("result: %q", out)
 	}
 }
+
+// TestSpeak: den-speak makes an audio file in the session's attachments
+// with the host's espeak-ng and announces it to the faces.
+func TestSpeak(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	sandboxtest.Need(t, "espeak-ng", "espeak-ng")
+	fake := llmtest.NewAnthropic(t, shellTurn("t1", `den-speak "good morning" -q; echo rc=$?`), llmtest.Turn{Text: "ok"})
+	d := newDen(t)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--rootfs", "busybox", "speak")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	sp := ofType(events, "speech")
+	if len(sp) != 1 || !strings.HasPrefix(sp[0]["path"].(string), "/den/attachments/speech-") {
+		t.Fatalf("speech events: %v", sp)
+	}
+	ws := ofType(events, "session")[0]["workspace"].(string)
+	host := strings.TrimSuffix(ws, "/workspace") + "/attachments/" + strings.TrimPrefix(sp[0]["path"].(string), "/den/attachments/")
+	b, err := os.ReadFile(host)
+	if err != nil || len(b) < 1000 || string(b[:4]) != "RIFF" {
+		t.Errorf("audio file %s: %d bytes, %v", host, len(b), err)
+	}
+	if out := ofType(events, "tool_result")[0]["output"].(string); !strings.Contains(out, "rc=0") || !strings.Contains(out, sp[0]["path"].(string)) {
+		t.Errorf("result: %q", out)
+	}
+}
