@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/creack/pty"
 	"github.com/spf13/cobra"
@@ -79,6 +80,12 @@ exec "$s" -l`
 				close(done)
 			}()
 			werr := proc.Wait()
+			// Everything inside is gone, so the terminal's other end is
+			// closed: read what it still holds before closing ours.
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+			}
 			ptmx.Close()
 			<-done
 			if ee, ok := werr.(interface{ ExitCode() int }); ok && ee.ExitCode() > 0 {
