@@ -326,13 +326,14 @@ func isDigits(s string) bool {
 }
 
 // testClauseExtended reports whether a [[ ]] test needs more than BusyBox
-// ash's [[, which is its test builtin under another name: the shell still
-// splits and globs the words, and treats &&, ||, <, > and ( as syntax.
+// ash's [[: ash handles &&, || and =~ inside it (checked against BusyBox
+// 1.35), but still splits and globs unquoted words and reads < and > as
+// redirections.
 func testClauseExtended(x syntax.TestExpr) bool {
 	switch x := x.(type) {
 	case *syntax.BinaryTest:
 		switch x.Op {
-		case syntax.TsReMatch, syntax.AndTest, syntax.OrTest, syntax.TsBefore, syntax.TsAfter:
+		case syntax.TsBefore, syntax.TsAfter:
 			return true
 		case syntax.TsMatch, syntax.TsNoMatch, syntax.TsMatchShort:
 			if w, ok := x.Y.(*syntax.Word); ok && unquotedGlob(w) {

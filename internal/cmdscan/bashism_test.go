@@ -18,7 +18,7 @@ func TestBashisms(t *testing.T) {
 		{"[[ -f /etc/passwd ]] && echo y", []string{"test-clause"}},
 		{`[[ $x == y* ]]`, []string{"test-clause-ext"}},
 		{`[[ "$x" =~ ^[0-9]+$ ]]`, []string{"test-clause-ext"}},
-		{"[[ -n \"$a\" && -n \"$b\" ]]", []string{"test-clause-ext"}},
+		{"[[ -n \"$a\" && -n \"$b\" ]]", []string{"test-clause"}},
 		{"((i++))", []string{"arith-command"}},
 		{"for ((i=0; i<3; i++)); do echo $i; done", []string{"c-for"}},
 		{"echo {1..10}", []string{"brace-range"}},
