@@ -149,28 +149,7 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 	view := &chatView{w: g.stdout, color: color}
 	// One goroutine reads lines; the prompt, den-ask and approvals take
 	// them from it, so a question can give up when answered elsewhere.
-	lines := make(chan string)
-	go func() {
-		in := bufio.NewReader(g.stdin)
-		for {
-			line, err := in.ReadString('\n')
-			if line != "" || err == nil {
-				lines <- line
-			}
-			if err != nil {
-				close(lines)
-				return
-			}
-		}
-	}()
-	readLine := func(ctx context.Context) (string, bool) {
-		select {
-		case l, ok := <-lines:
-			return strings.TrimSpace(l), ok
-		case <-ctx.Done():
-			return "", false
-		}
-	}
+	readLine := lineReader(g.stdin)
 	faces := hostFaces{mode: permission.Wait}
 	faces.emit = func(e any) {
 		view.mu.Lock()
@@ -185,40 +164,7 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			fmt.Fprintf(view.w, "  🔊 %s\n", e.Path)
 		}
 	}
-	faces.ask = func(ctx context.Context, q string, choices []string) (string, error) {
-		view.mu.Lock()
-		view.newline()
-		if len(choices) > 0 {
-			fmt.Fprintf(view.w, "? %s [%s] ", q, strings.Join(choices, "/"))
-		} else {
-			fmt.Fprintf(view.w, "? %s ", q)
-		}
-		view.mu.Unlock()
-		l, ok := readLine(ctx)
-		if !ok {
-			return "", context.Canceled
-		}
-		return l, nil
-	}
-	faces.prompt = func(ctx context.Context, a *permission.ApprovalRequest) (permission.Answer, error) {
-		view.mu.Lock()
-		view.newline()
-		fmt.Fprintf(view.w, "! %s\n  allow? [y]es once / [s]ession / [a]lways / [N]o (or den approve %s elsewhere): ", a.Question(), a.ID)
-		view.mu.Unlock()
-		l, ok := readLine(ctx)
-		if !ok {
-			return permission.Answer{}, context.Canceled
-		}
-		switch strings.ToLower(l) {
-		case "y", "yes":
-			return permission.Answer{Approve: true, Scope: permission.Once}, nil
-		case "s", "session":
-			return permission.Answer{Approve: true, Scope: permission.Session}, nil
-		case "a", "always":
-			return permission.Answer{Approve: true, Scope: permission.Always}, nil
-		}
-		return permission.Answer{Approve: false}, nil
-	}
+	faces.ask, faces.prompt = terminalQuestions(view.w, &view.mu, view.newline, readLine)
 	r, err := newRunner(ctx, g, f, view.emit, faces, "")
 	if err != nil {
 		return err
@@ -345,3 +291,72 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// lineReader reads lines from r in a goroutine of its own; the function
+// it returns waits for the next one, or gives up when ctx ends (false
+// at the end of input too).
+func lineReader(r io.Reader) func(ctx context.Context) (string, bool) {
+	lines := make(chan string)
+	go func() {
+		in := bufio.NewReader(r)
+		for {
+			line, err := in.ReadString('\n')
+			if line != "" || err == nil {
+				lines <- line
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	return func(ctx context.Context) (string, bool) {
+		select {
+		case l, ok := <-lines:
+			return strings.TrimSpace(l), ok
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+}
+
+// terminalQuestions asks den-ask questions and approvals on a terminal.
+func terminalQuestions(w io.Writer, mu *sync.Mutex, newline func(), readLine func(context.Context) (string, bool)) (
+	func(ctx context.Context, q string, choices []string) (string, error),
+	func(ctx context.Context, a *permission.ApprovalRequest) (permission.Answer, error)) {
+	ask := func(ctx context.Context, q string, choices []string) (string, error) {
+		mu.Lock()
+		newline()
+		if len(choices) > 0 {
+			fmt.Fprintf(w, "? %s [%s] ", q, strings.Join(choices, "/"))
+		} else {
+			fmt.Fprintf(w, "? %s ", q)
+		}
+		mu.Unlock()
+		l, ok := readLine(ctx)
+		if !ok {
+			return "", context.Canceled
+		}
+		return l, nil
+	}
+	prompt := func(ctx context.Context, a *permission.ApprovalRequest) (permission.Answer, error) {
+		mu.Lock()
+		newline()
+		fmt.Fprintf(w, "! %s\n  allow? [y]es once / [s]ession / [a]lways / [N]o (or den approve %s elsewhere): ", a.Question(), a.ID)
+		mu.Unlock()
+		l, ok := readLine(ctx)
+		if !ok {
+			return permission.Answer{}, context.Canceled
+		}
+		switch strings.ToLower(l) {
+		case "y", "yes":
+			return permission.Answer{Approve: true, Scope: permission.Once}, nil
+		case "s", "session":
+			return permission.Answer{Approve: true, Scope: permission.Session}, nil
+		case "a", "always":
+			return permission.Answer{Approve: true, Scope: permission.Always}, nil
+		}
+		return permission.Answer{Approve: false}, nil
+	}
+	return ask, prompt
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -116,7 +117,13 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 	switch {
 	case f.yes:
 		faces.mode = permission.AutoApprove
-	case isTerminal(g.stdin) || isTerminal(g.stderr):
+	case isTerminal(g.stdin):
+		// A person is at the terminal: den-ask and approvals ask there
+		// (an approval can also come from den approve elsewhere).
+		faces.mode = permission.Wait
+		var mu sync.Mutex
+		faces.ask, faces.prompt = terminalQuestions(g.stderr, &mu, func() {}, lineReader(g.stdin))
+	case isTerminal(g.stderr):
 		faces.mode = permission.Wait
 	}
 	r, err := newRunner(ctx, g, f, events, faces, prompt)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
+
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
@@ -230,5 +232,55 @@ func TestSpeak(t *testing.T) {
 	}
 	if out := ofType(events, "tool_result")[0]["output"].(string); !strings.Contains(out, "rc=0") || !strings.Contains(out, sp[0]["path"].(string)) {
 		t.Errorf("result: %q", out)
+	}
+}
+
+// TestRunAsksOnItsTerminal: den run with a terminal asks den-ask's
+// question there, and the answer reaches the command.
+func TestRunAsksOnItsTerminal(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t, shellTurn("t1", `den-ask --confirm "continue?" -q`), llmtest.Turn{Text: "ok"})
+	d := newDen(t)
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	cmd := exec.Command(d.Bin, "run", "--json", "--rootfs", "busybox", "go")
+	cmd.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
+	cmd.Stdin = tty
+	stderr, _ := cmd.StderrPipe()
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	asked := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Split(bufio.ScanRunes)
+		var seen strings.Builder
+		for sc.Scan() {
+			seen.WriteString(sc.Text())
+			if strings.Contains(seen.String(), "? continue? [yes/no]") {
+				asked <- true
+				seen.Reset()
+			}
+		}
+	}()
+	select {
+	case <-asked:
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("never asked")
+	}
+	io.WriteString(ptmx, "yes\n")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("den run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), `\"answer\": \"yes\"`) {
+		t.Errorf("answer did not reach the command:\n%s", out.String())
 	}
 }
