@@ -2,10 +2,12 @@ package clitest
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/sandbox/sandboxtest"
+	"den.dev/den/internal/store"
 )
 
 func shellTurn(id, command string) llmtest.Turn {
@@ -282,5 +285,27 @@ func TestRunAsksOnItsTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `\"answer\": \"yes\"`) {
 		t.Errorf("answer did not reach the command:\n%s", out.String())
+	}
+}
+
+func TestRulesListAndForget(t *testing.T) {
+	d := newDen(t)
+	st, err := store.Open(filepath.Join(d.Home, "den.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddRule(context.Background(), store.Rule{Agent: "default", Command: "den-config", Action: "set", Decision: "allow"}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if out := d.MustRun("rules", "list"); !strings.Contains(out.Stdout, "den-config") || !strings.Contains(out.Stdout, "allow") {
+		t.Errorf("rules list: %s", out)
+	}
+	d.MustRun("rules", "forget", "den-config", "set")
+	if out := d.MustRun("rules", "list"); strings.Contains(out.Stdout, "den-config") {
+		t.Errorf("rule not forgotten: %s", out)
+	}
+	if out := d.Run("rules", "forget", "den-config", "set"); out.Code != 2 {
+		t.Errorf("forgetting twice: %s", out)
 	}
 }
