@@ -1,0 +1,57 @@
+// Package depcheck holds a test that fails when a package crosses one of
+// den's boundaries: the model vocabulary and the sandbox stand alone, so
+// that every layer above can use them and they never reach up.
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const mod = "den.dev/den/internal/"
+
+// allowed lists, for a package, the den packages it may import
+// (directly or not), as prefixes below internal/.
+var allowed = map[string][]string{
+	"llm":                 {"llm"},
+	"llm/anthropic":       {"llm"},
+	"llm/openai":          {"llm"},
+	"llm/openairesponses": {"llm"},
+	"llm/gemini":          {"llm"},
+	"sandbox":             {"sandbox"},
+	"sandbox/bwrap":       {"sandbox"},
+	"sandbox/proot":       {"sandbox"},
+	"sandbox/rootfs":      {"sandbox/rootfs"},
+	"sandbox/output":      {"sandbox/output"},
+	"sandbox/seccomp":     {"sandbox/seccomp"},
+	"sandbox/cgroup":      {"sandbox/cgroup"},
+	"store":               {"store", "llm"},
+	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan"},
+	"cmdscan":             {"cmdscan"},
+	"hostcmd/wire":        {"hostcmd/wire"},
+}
+
+func TestBoundaries(t *testing.T) {
+	for pkg, ok := range allowed {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", mod+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			rest, den := strings.CutPrefix(dep, mod)
+			if !den {
+				continue
+			}
+			fine := false
+			for _, p := range ok {
+				if rest == p || strings.HasPrefix(rest, p+"/") {
+					fine = true
+				}
+			}
+			if !fine {
+				t.Errorf("%s imports %s, across a boundary", pkg, rest)
+			}
+		}
+	}
+}
