@@ -111,7 +111,7 @@ func testStdoutStderr(t *testing.T, b sandbox.Backend) {
 		}
 	}
 	// Lines written in order with pauses arrive in order.
-	r := e.Run(t, "echo a; sleep 0.05; echo b >&2; sleep 0.05; echo c")
+	r := e.Run(t, "echo a; sleep 0.3; echo b >&2; sleep 0.3; echo c")
 	if r.Output != "a\nb\nc\n" {
 		t.Errorf("interleaving: %q", r.Output)
 	}
@@ -253,7 +253,7 @@ func testTimeoutTree(t *testing.T, b sandbox.Backend) {
 		t.Errorf("processes left after exec timeout: %v", left)
 	}
 	// The partial output comes back.
-	r = e.Run(t, "echo before; sleep 30", 300*time.Millisecond)
+	r = e.Run(t, "echo before; sleep 30", 2*time.Second)
 	if r.Output != "before\n" && !strings.HasPrefix(r.Output, "before\n") {
 		t.Errorf("partial output: %q", r.Output)
 	}
@@ -348,8 +348,8 @@ func testConcurrent(t *testing.T, b sandbox.Backend) {
 func testBackground(t *testing.T, b sandbox.Backend) {
 	e := Start(t, b)
 	e.Run(t, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/tick; sleep 0.05; done) >/dev/null 2>&1 &")
-	first := e.Run(t, "sleep 0.2; cat /tmp/tick").Output
-	second := e.Run(t, "sleep 0.2; cat /tmp/tick").Output
+	first := e.Run(t, "sleep 0.5; cat /tmp/tick").Output
+	second := e.Run(t, "sleep 0.5; cat /tmp/tick").Output
 	if first == "" || first == second {
 		t.Errorf("background loop not running between calls: %q %q", first, second)
 	}
