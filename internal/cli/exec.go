@@ -13,6 +13,8 @@ import (
 	"golang.org/x/term"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/hostsvc"
+	"den.dev/den/internal/permission"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/rootfs"
@@ -190,6 +192,11 @@ den itself failed). The computer is created on first use.`,
 			if err != nil {
 				return err
 			}
+			stop, err := g.withHostCommands(ctx, comp, f.agent, f.session, &o)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			sess, err := comp.Start(ctx, f.session, o)
 			if err != nil {
 				return err
@@ -226,4 +233,45 @@ den itself failed). The computer is created on first use.`,
 	f.add(c, true)
 	c.Flags().DurationVar(&f.timeout, "timeout", 0, "end the command's whole process tree after this long (default 10m)")
 	return c
+}
+
+// withHostCommands gives a computer started by den exec or den sh the
+// host commands: events are told on stderr. The terminal belongs to the
+// command, so nothing is asked on it: with a terminal, an approval waits
+// for den approve from another one; without, asks are denied.
+func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer, agentName, session string, o *computer.SessionOptions) (func(), error) {
+	cfg, err := g.config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := g.openStore()
+	if err != nil {
+		return nil, err
+	}
+	if err := st.EnsureAgent(ctx, agentName); err != nil {
+		st.Close()
+		return nil, err
+	}
+	faces := hostFaces{mode: permission.DenyAsks, emit: func(e any) {
+		switch e := e.(type) {
+		case *hostsvc.NotifyEvent:
+			fmt.Fprintf(g.stderr, "den: notification: %s: %s\n", e.Title, e.Message)
+		case *hostsvc.OpenEvent:
+			fmt.Fprintf(g.stderr, "den: open %s\n", e.Target)
+		case *hostsvc.SpeechEvent:
+			fmt.Fprintf(g.stderr, "den: speech in %s\n", e.Path)
+		case *permission.ApprovalRequest:
+			fmt.Fprintf(g.stderr, "den: approval needed: %s (den approve %s)\n", e.Question(), e.ID)
+		}
+	}}
+	if isTerminal(g.stdin) {
+		faces.mode = permission.Wait
+	}
+	host, _, _, stopHost, err := hostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, session, *o, faces)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	o.Host = host
+	return func() { stopHost(); st.Close() }, nil
 }

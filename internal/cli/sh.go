@@ -30,6 +30,11 @@ terminal inside an agent's computer, with the session's folders.`,
 			if err != nil {
 				return err
 			}
+			stop, err := g.withHostCommands(ctx, comp, f.agent, f.session, &o)
+			if err != nil {
+				return err
+			}
+			defer stop()
 			ptmx, tty, err := pty.Open()
 			if err != nil {
 				return fmt.Errorf("sh: open a terminal: %w", err)

@@ -306,18 +306,9 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		s.group = g
 		spec.Cgroup = g
 	}
-	if o.Host != nil {
-		if err := hostcmd.EnsureLinks(c.Rootfs(), o.Host.Names); err != nil {
-			s.release()
-			return nil, fmt.Errorf("computer: host commands: %w", err)
-		}
-		l, err := o.Host.Broker.Listen(filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix+".host"), hostcmd.SessionInfo{Agent: c.agent, Session: session})
-		if err != nil {
-			s.release()
-			return nil, fmt.Errorf("computer: host commands: %w", err)
-		}
-		s.host = l
-		spec.Binds = append(spec.Binds, hostcmd.Binds(o.Host.Shim, l.Dir())...)
+	if s.host, err = c.listenHost(session, suffix, o, &spec); err != nil {
+		s.release()
+		return nil, err
 	}
 	env := append(BaseEnv(session), o.Env...)
 	ctl := filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix)
@@ -337,6 +328,24 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 	}
 	s.Session = ss
 	return s, nil
+}
+
+// listenHost opens the session's host-command socket and adds the
+// shim and the socket to spec; nil when the session has no host
+// commands.
+func (c *Computer) listenHost(session, suffix string, o SessionOptions, spec *sandbox.Spec) (*hostcmd.Listener, error) {
+	if o.Host == nil {
+		return nil, nil
+	}
+	if err := hostcmd.EnsureLinks(c.Rootfs(), o.Host.Names); err != nil {
+		return nil, fmt.Errorf("computer: host commands: %w", err)
+	}
+	l, err := o.Host.Broker.Listen(filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix+".host"), hostcmd.SessionInfo{Agent: c.agent, Session: session})
+	if err != nil {
+		return nil, fmt.Errorf("computer: host commands: %w", err)
+	}
+	spec.Binds = append(spec.Binds, hostcmd.Binds(o.Host.Shim, l.Dir())...)
+	return l, nil
 }
 
 // release undoes a start that failed.
@@ -551,10 +560,22 @@ func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOption
 		return nil, nil, err
 	}
 	var g *cgroup.Group
+	suffix := strconv.Itoa(os.Getpid()) + "." + randomSuffix()
+	host, err := c.listenHost(session, suffix, o, &spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	closeHost := func() {
+		if host != nil {
+			host.Close()
+			os.RemoveAll(host.Dir())
+		}
+	}
 	if c.m.cgroups != nil {
 		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
-		g, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+strconv.Itoa(os.Getpid())+"."+randomSuffix(), lim)
+		g, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim)
 		if err != nil {
+			closeHost()
 			return nil, nil, fmt.Errorf("computer: %w", err)
 		}
 		spec.Cgroup = g
@@ -564,11 +585,13 @@ func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOption
 		if g != nil {
 			g.Remove()
 		}
+		closeHost()
 		return nil, nil, err
 	}
 	cleanup := func() {
 		p.Kill()
 		p.Wait()
+		closeHost()
 		if g != nil {
 			g.Remove()
 		}

@@ -309,3 +309,19 @@ func TestRulesListAndForget(t *testing.T) {
 		t.Errorf("forgetting twice: %s", out)
 	}
 }
+
+// TestHostCommandsInExecAndSh: den exec and den sh computers have the
+// host commands too.
+func TestHostCommandsInExecAndSh(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	d := newDen(t)
+	r := d.Run("exec", "--rootfs", "busybox", "--", "den-notify", "--title", "T", "from exec")
+	if r.Code != 0 || !strings.Contains(r.Stdout, `"ok": true`) || !strings.Contains(r.Stderr, "notification: T: from exec") {
+		t.Errorf("den exec: %s", r)
+	}
+	r = d.RunInput(strings.NewReader("den-notify from-sh -q; echo rc=$?\nexit\n"), "sh")
+	if !strings.Contains(r.Stdout, "rc=0") || !strings.Contains(r.Stderr, "from-sh") {
+		t.Errorf("den sh: %s", r)
+	}
+}
