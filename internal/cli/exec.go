@@ -13,9 +13,9 @@ import (
 	"golang.org/x/term"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/permission"
-	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/rootfs"
 )
