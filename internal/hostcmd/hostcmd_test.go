@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,13 +87,14 @@ var (
 	shimErr  error
 )
 
-// shim is the embedded den-hostcmd, written out once per test binary.
+// shim is the embedded den-hostcmd, written out once per user and
+// machine (ShimPath names it by its hash and writes it atomically, so
+// test binaries share it and leave nothing new behind).
 func shim(t testing.TB) string {
 	t.Helper()
 	shimOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "den-hostcmd-test-")
-		if err != nil {
-			shimErr = err
+		dir := filepath.Join(os.TempDir(), "den-hostcmd-test-"+strconv.Itoa(os.Getuid()))
+		if shimErr = os.MkdirAll(dir, 0o755); shimErr != nil {
 			return
 		}
 		shimPath, shimErr = hostcmd.ShimPath(dir)
