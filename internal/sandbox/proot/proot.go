@@ -131,8 +131,9 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	p := &process{cmd: c, tmp: tmp, waited: make(chan struct{})}
 	go func() {
 		p.waitErr = c.Wait()
-		close(p.waited)
+		// The reaper has ended everything inside: nothing uses /tmp.
 		os.RemoveAll(tmp)
+		close(p.waited)
 	}()
 	if spec.Cgroup != nil {
 		if err := spec.Cgroup.Add(c.Process.Pid); err != nil {
