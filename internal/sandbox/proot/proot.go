@@ -120,7 +120,9 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	defer blockR.Close()
 	defer blockW.Close()
 	c := exec.Command(b.self, append([]string{reaperArg, b.path}, args...)...)
-	c.Env = append([]string{}, cmd.Env...)
+	// The reaper removes the sandbox's /tmp even when den was killed; it
+	// takes the path out of the environment before starting proot.
+	c.Env = append(append([]string{}, cmd.Env...), tmpEnv+"="+tmp)
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	c.ExtraFiles = []*os.File{blockR}
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}

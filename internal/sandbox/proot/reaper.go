@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -14,6 +16,10 @@ import (
 
 // reaperArg, as den's first argument, runs den as a reaper.
 const reaperArg = "__den-proot-reaper"
+
+// tmpEnv passes the reaper the sandbox's /tmp folder to remove at the
+// end; the reaper unsets it before starting proot.
+const tmpEnv = "DEN_PROOT_TMP"
 
 // MaybeReaper runs the reaper and exits when den was started as one;
 // otherwise it returns at once. den's main calls it first thing (and so
@@ -38,6 +44,11 @@ func reap(args []string) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	if os.Getppid() == 1 {
 		return 1 // den is already gone
+	}
+	tmp := os.Getenv(tmpEnv)
+	os.Unsetenv(tmpEnv)
+	if tmp != "" && strings.HasPrefix(filepath.Base(tmp), "den-proot-tmp-") {
+		defer os.RemoveAll(tmp)
 	}
 	block := os.NewFile(3, "block")
 	var b [1]byte
