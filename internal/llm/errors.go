@@ -3,6 +3,8 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -36,3 +38,28 @@ var (
 	// stop reason.
 	ErrEmpty = errors.New("empty completion")
 )
+
+// RetryAfter reads a provider's wait hint from response headers:
+// retry-after-ms (milliseconds), else Retry-After (seconds or an HTTP
+// date). It is 0 when there is none, or it is not in the future.
+func RetryAfter(h http.Header, now time.Time) time.Duration {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

@@ -444,7 +444,7 @@ func TestRetryAfter(t *testing.T) {
 		{http.Header{"Retry-After": {"soon"}}, 0},
 	}
 	for _, tt := range tests {
-		if got := retryAfter(tt.header, now); got != tt.want {
+		if got := llm.RetryAfter(tt.header, now); got != tt.want {
 			t.Errorf("retryAfter(%v) = %v, want %v", tt.header, got, tt.want)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,32 +50,7 @@ func apiError(e *anthropic.Error) *llm.APIError {
 		out.Message = cmp.Or(msg, http.StatusText(out.Status))
 	}
 	if out.Status != 0 && e.Response != nil {
-		out.RetryAfter = retryAfter(e.Response.Header, time.Now())
+		out.RetryAfter = llm.RetryAfter(e.Response.Header, time.Now())
 	}
 	return out
-}
-
-// retryAfter reads the server's hint: retry-after-ms (milliseconds,
-// Anthropic's), else retry-after (seconds or an HTTP date). It returns
-// 0 when there is none or it makes no sense.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

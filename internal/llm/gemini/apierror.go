@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -48,7 +47,7 @@ const maxErrorBody = 1 << 20
 func readAPIError(resp *http.Response) *llm.APIError {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	raw = bytes.TrimSpace(raw)
-	retry := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	retry := llm.RetryAfter(resp.Header, time.Now())
 	var e struct {
 		Error *errorBody `json:"error"`
 	}
@@ -69,18 +68,4 @@ func readAPIError(resp *http.Response) *llm.APIError {
 		msg = http.StatusText(resp.StatusCode)
 	}
 	return &llm.APIError{API: "gemini", Status: resp.StatusCode, Message: msg, RetryAfter: retry}
-}
-
-// retryAfter parses a Retry-After value: seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

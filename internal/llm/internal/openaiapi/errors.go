@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +50,7 @@ func HTTPError(api string, resp *http.Response) *llm.APIError {
 	if e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
-	e.RetryAfter = retryAfter(resp.Header)
+	e.RetryAfter = llm.RetryAfter(resp.Header, time.Now())
 	return e
 }
 
@@ -95,28 +94,4 @@ func pick(code json.RawMessage, typ string) string {
 		return s
 	}
 	return typ
-}
-
-// retryAfter reads retry-after-ms, then retry-after (seconds or an HTTP
-// date); 0 when absent or unreadable.
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s > 0 {
-			return time.Duration(s * float64(time.Second))
-		}
-		return 0
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(0, time.Until(t))
-	}
-	return 0
 }

@@ -53,12 +53,12 @@ func TestRetryAfter(t *testing.T) {
 		if tc.s != "" {
 			h.Set("Retry-After", tc.s)
 		}
-		if got := retryAfter(h); got != tc.want {
+		if got := llm.RetryAfter(h, time.Now()); got != tc.want {
 			t.Errorf("retry-after-ms %q, retry-after %q: %v, want %v", tc.ms, tc.s, got, tc.want)
 		}
 	}
 	future := time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)
-	if got := retryAfter(http.Header{"Retry-After": {future}}); got <= 0 || got > time.Hour {
+	if got := llm.RetryAfter(http.Header{"Retry-After": {future}}, time.Now()); got <= 0 || got > time.Hour {
 		t.Errorf("retry-after %s: %v, want within the hour", future, got)
 	}
 }
