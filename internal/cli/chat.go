@@ -122,7 +122,7 @@ func (v *chatView) newline() {
 // callSummary shows the title the model gave, else the command or path.
 func callSummary(e *agent.ToolCallEvent) string {
 	var in map[string]any
-	if err := jsonUnmarshal(e.Input, &in); err != nil {
+	if err := json.Unmarshal(e.Input, &in); err != nil {
 		return string(e.Input)
 	}
 	for _, k := range []string{"tool_title", "command", "path"} {
@@ -289,8 +289,6 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 		}
 	}
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // lineReader reads lines from r in a goroutine of its own; the function
 // it returns waits for the next one, or gives up when ctx ends (false

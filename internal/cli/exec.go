@@ -188,11 +188,7 @@ den itself failed). The computer is created on first use.`,
 				return usageError{fmt.Errorf("--timeout %v: want a duration up to %v", f.timeout, sandbox.MaxTimeout)}
 			}
 			ctx := cmd.Context()
-			comp, o, err := f.open(ctx, g)
-			if err != nil {
-				return err
-			}
-			stop, err := g.withHostCommands(ctx, comp, f.agent, f.session, &o)
+			comp, o, stop, err := f.openWithHost(ctx, g)
 			if err != nil {
 				return err
 			}
@@ -233,6 +229,20 @@ den itself failed). The computer is created on first use.`,
 	f.add(c, true)
 	c.Flags().DurationVar(&f.timeout, "timeout", 0, "end the command's whole process tree after this long (default 10m)")
 	return c
+}
+
+// openWithHost is open, with the computer's host commands wired; stop
+// releases them.
+func (f *computerFlags) openWithHost(ctx context.Context, g *globals) (*computer.Computer, computer.SessionOptions, func(), error) {
+	comp, o, err := f.open(ctx, g)
+	if err != nil {
+		return nil, o, nil, err
+	}
+	stop, err := g.withHostCommands(ctx, comp, f.agent, f.session, &o)
+	if err != nil {
+		return nil, o, nil, err
+	}
+	return comp, o, stop, nil
 }
 
 // withHostCommands gives a computer started by den exec or den sh the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
@@ -95,19 +96,12 @@ func subject(cmd, action string, args []string) string {
 			if a == "--model" && i+1 < len(args) {
 				return args[i+1]
 			}
-			if v, ok := cutPrefix(a, "--model="); ok {
+			if v, ok := strings.CutPrefix(a, "--model="); ok {
 				return v
 			}
 		}
 	}
 	return ""
-}
-
-func cutPrefix(s, p string) (string, bool) {
-	if len(s) >= len(p) && s[:len(p)] == p {
-		return s[len(p):], true
-	}
-	return "", false
 }
 
 func envelope(tool string, r hostsvc.Result) hostcmd.Envelope {

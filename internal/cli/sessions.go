@@ -138,7 +138,7 @@ func transcript(msgs []llm.Message) []map[string]string {
 				if p.IsError {
 					status = "← error"
 				}
-				fmt.Fprintf(&b, "%s %s\n", status, strings.TrimSpace(textParts(p.Content)))
+				fmt.Fprintf(&b, "%s %s\n", status, strings.TrimSpace(llm.TextOf(llm.Message{Parts: p.Content})))
 			case *llm.Image:
 				fmt.Fprintf(&b, "[image %s]\n", p.MediaType)
 			}
@@ -146,16 +146,6 @@ func transcript(msgs []llm.Message) []map[string]string {
 		out = append(out, map[string]string{"role": string(m.Role), "text": strings.TrimSpace(b.String())})
 	}
 	return out
-}
-
-func textParts(parts []llm.Part) string {
-	var b strings.Builder
-	for _, p := range parts {
-		if t, ok := p.(*llm.Text); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
 }
 
 func sessionsRm(g *globals) *cobra.Command {

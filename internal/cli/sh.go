@@ -26,11 +26,7 @@ terminal inside an agent's computer, with the session's folders.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			comp, o, err := f.open(ctx, g)
-			if err != nil {
-				return err
-			}
-			stop, err := g.withHostCommands(ctx, comp, f.agent, f.session, &o)
+			comp, o, stop, err := f.openWithHost(ctx, g)
 			if err != nil {
 				return err
 			}

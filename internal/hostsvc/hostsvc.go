@@ -19,15 +19,17 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"den.dev/den/internal/hostcmd"
 )
 
-// Error codes of the envelope.
+// Error codes of the envelope (hostcmd's, under shorter names).
 const (
-	CodeDenied       = "authorization_denied"
-	CodeNotAvailable = "not_available"
-	CodeInvalidArgs  = "invalid_args"
-	CodeNoData       = "no_data"
-	CodeInternal     = "internal_error"
+	CodeDenied       = hostcmd.CodeDenied
+	CodeNotAvailable = hostcmd.CodeNotAvailable
+	CodeInvalidArgs  = hostcmd.CodeInvalidArgs
+	CodeNoData       = hostcmd.CodeNoData
+	CodeInternal     = hostcmd.CodeInternalError
 )
 
 // Result is a command's answer: Data when Code is "", else an error.
