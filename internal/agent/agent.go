@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"time"
 
+	"den.dev/den/internal/agent/ctxwin"
 	"den.dev/den/internal/agent/loopguard"
 	"den.dev/den/internal/llm"
 )
@@ -133,7 +134,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 	}
 	est := int64(use.Estimated)
 	if cfg.Context == nil {
-		est = estimateTokens(cfg.System, msgs, cfg.Tools.Specs())
+		est = int64(ctxwin.Estimate(msgs, cfg.System, cfg.Tools.Specs()))
 	}
 	if err := m.check(est, cfg.Cost); err != nil {
 		return llm.Turn{}, err

@@ -63,36 +63,3 @@ func (m *meter) check(estInput int64, price func(llm.Usage) float64) error {
 	}
 	return nil
 }
-
-// estimateTokens is a rough count of what a request sends: about four
-// bytes a token for text and JSON, a fixed cost per image.
-func estimateTokens(system string, msgs []llm.Message, tools []llm.Tool) int64 {
-	n := len(system)
-	for _, t := range tools {
-		n += len(t.Name) + len(t.Description) + len(t.Schema)
-	}
-	images := 0
-	var walk func(parts []llm.Part)
-	walk = func(parts []llm.Part) {
-		for _, p := range parts {
-			switch p := p.(type) {
-			case *llm.Text:
-				n += len(p.Text)
-			case *llm.Thinking:
-				n += len(p.Text) + len(p.Signature) + len(p.Opaque)
-			case *llm.ToolCall:
-				n += len(p.Name) + len(p.Input) + 16
-			case *llm.ToolResult:
-				n += 16
-				walk(p.Content)
-			case *llm.Image:
-				images++
-			}
-		}
-	}
-	for _, m := range msgs {
-		n += 8
-		walk(m.Parts)
-	}
-	return int64(n/4 + images*1600)
-}
