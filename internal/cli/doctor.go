@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -136,37 +137,32 @@ func orDefault(s, d string) string {
 
 func diskCheck(dir string) sandbox.Check {
 	c := sandbox.Check{Name: "free disk"}
-	probe := dir
-	for {
-		var st unix.Statfs_t
-		if err := unix.Statfs(probe, &st); err == nil {
-			free := int64(st.Bavail) * int64(st.Bsize)
-			c.Detail = fmt.Sprintf("%s free at %s", human(free), dir)
-			c.OK = free >= warnFreeBytes
-			if free < minFreeBytes {
-				c.Fatal = true
-				c.Fix = "free some disk space: provisioning and package installs need room"
-			} else if !c.OK {
-				c.Fix = "less than 2 GiB free: large package installs may fail"
-			}
-			return c
+	// The data dir may not exist yet: measure the folder that will hold it.
+	probe := filepath.Clean(dir)
+	for probe != "/" {
+		if _, err := os.Stat(probe); err == nil {
+			break
 		}
-		i := strings.LastIndexByte(probe, '/')
-		if i <= 0 {
-			probe = "/"
-		} else {
-			probe = probe[:i]
-		}
-		if probe == "/" {
-			var st unix.Statfs_t
-			unix.Statfs("/", &st)
-			free := int64(st.Bavail) * int64(st.Bsize)
-			c.Detail = fmt.Sprintf("%s free at / (data dir %s not created yet)", human(free), dir)
-			c.OK = free >= warnFreeBytes
-			c.Fatal = free < minFreeBytes
-			return c
-		}
+		probe = filepath.Dir(probe)
 	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(probe, &st); err != nil {
+		c.Detail = fmt.Sprintf("cannot measure %s: %v", probe, err)
+		return c
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	c.Detail = fmt.Sprintf("%s free at %s", human(free), dir)
+	if probe != filepath.Clean(dir) {
+		c.Detail = fmt.Sprintf("%s free at %s (data dir %s not created yet)", human(free), probe, dir)
+	}
+	c.OK = free >= warnFreeBytes
+	if free < minFreeBytes {
+		c.Fatal = true
+		c.Fix = "free some disk space: provisioning and package installs need room"
+	} else if !c.OK {
+		c.Fix = "less than 2 GiB free: large package installs may fail"
+	}
+	return c
 }
 
 func cgroupCheck() sandbox.Check {
