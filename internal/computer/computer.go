@@ -271,53 +271,23 @@ type Session struct {
 // its control group.
 func (s *Session) Close() error {
 	err := s.Session.Close()
-	if s.host != nil {
-		s.host.Close()
-		os.RemoveAll(s.host.Dir())
-	}
-	if s.group != nil {
-		s.group.Remove()
-	}
+	s.release()
 	return err
 }
 
 // Start starts a session's computer. The computer must be provisioned.
 func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) (*Session, error) {
-	if _, ok, err := c.Info(); !ok || err != nil {
-		if err == nil {
-			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
-		}
-		return nil, err
-	}
-	spec, err := c.Spec(session, o)
+	spec, s, suffix, err := c.prepare(session, o)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{}
-	suffix := strconv.Itoa(os.Getpid()) + "." + randomSuffix()
-	if c.m.cgroups != nil {
-		// Each running session is a group of its own, with the agent's
-		// limits, so that it can be constrained and stopped as one.
-		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
-		g, err := c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim)
-		if err != nil {
-			return nil, fmt.Errorf("computer: %w", err)
-		}
-		s.group = g
-		spec.Cgroup = g
-	}
-	if s.host, err = c.listenHost(session, suffix, o, &spec); err != nil {
-		s.release()
-		return nil, err
-	}
-	env := append(BaseEnv(session), o.Env...)
 	ctl := filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix)
 	ss, err := sandbox.Start(ctx, sandbox.SessionOptions{
 		Backend:    c.m.backend,
 		Spec:       spec,
 		ControlDir: ctl,
 		OffloadDir: filepath.Join(c.SessionDir(session), "offloads"),
-		Env:        env,
+		Env:        append(BaseEnv(session), o.Env...),
 		Timeout:    o.Timeout,
 		Log:        o.Log,
 	})
@@ -328,6 +298,39 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 	}
 	s.Session = ss
 	return s, nil
+}
+
+// prepare readies what a session's sandbox needs, for Start and
+// StartRaw: the computer must be provisioned; the spec gets the
+// session's folders and mounts, its control group (each running
+// session is a group of its own, with the agent's limits, so that it
+// is constrained and stopped as one) and its host-command socket. The
+// returned Session holds the group and socket (release frees them);
+// suffix names the session's run-time folders.
+func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec, s *Session, suffix string, err error) {
+	if _, ok, err := c.Info(); !ok || err != nil {
+		if err == nil {
+			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
+		}
+		return spec, nil, "", err
+	}
+	if spec, err = c.Spec(session, o); err != nil {
+		return spec, nil, "", err
+	}
+	s = &Session{}
+	suffix = strconv.Itoa(os.Getpid()) + "." + randomSuffix()
+	if c.m.cgroups != nil {
+		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
+		if s.group, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim); err != nil {
+			return spec, nil, "", fmt.Errorf("computer: %w", err)
+		}
+		spec.Cgroup = s.group
+	}
+	if s.host, err = c.listenHost(session, suffix, o, &spec); err != nil {
+		s.release()
+		return spec, nil, "", err
+	}
+	return spec, s, suffix, nil
 }
 
 // listenHost opens the session's host-command socket and adds the
@@ -348,7 +351,8 @@ func (c *Computer) listenHost(session, suffix string, o SessionOptions, spec *sa
 	return l, nil
 }
 
-// release undoes a start that failed.
+// release closes the session's host-command socket and removes its
+// control group (after its processes ended, or when a start failed).
 func (s *Session) release() {
 	if s.host != nil {
 		s.host.Close()
@@ -549,52 +553,19 @@ func (c *Computer) Import(ctx context.Context, file string) (rootfs.Info, error)
 // without den's supervisor (den sh uses it for a terminal). cleanup
 // stops everything and releases the session's control group.
 func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOptions, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
-	if _, ok, err := c.Info(); !ok || err != nil {
-		if err == nil {
-			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
-		}
-		return nil, nil, err
-	}
-	spec, err := c.Spec(session, o)
+	spec, held, _, err := c.prepare(session, o)
 	if err != nil {
 		return nil, nil, err
-	}
-	var g *cgroup.Group
-	suffix := strconv.Itoa(os.Getpid()) + "." + randomSuffix()
-	host, err := c.listenHost(session, suffix, o, &spec)
-	if err != nil {
-		return nil, nil, err
-	}
-	closeHost := func() {
-		if host != nil {
-			host.Close()
-			os.RemoveAll(host.Dir())
-		}
-	}
-	if c.m.cgroups != nil {
-		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
-		g, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim)
-		if err != nil {
-			closeHost()
-			return nil, nil, fmt.Errorf("computer: %w", err)
-		}
-		spec.Cgroup = g
 	}
 	p, err := c.m.backend.Start(ctx, &spec, cmd)
 	if err != nil {
-		if g != nil {
-			g.Remove()
-		}
-		closeHost()
+		held.release()
 		return nil, nil, err
 	}
 	cleanup := func() {
 		p.Kill()
 		p.Wait()
-		closeHost()
-		if g != nil {
-			g.Remove()
-		}
+		held.release()
 	}
 	return p, cleanup, nil
 }
