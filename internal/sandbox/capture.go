@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"den.dev/den/internal/sandbox/output"
@@ -24,8 +23,6 @@ type capture struct {
 	raw                      func(stream, text string)
 }
 
-var offloadSeq atomic.Uint64
-
 func newCapture(limit int, offloadHost string, onOutput func(stream, text string), raw bool) *capture {
 	c := &capture{}
 	if raw {
@@ -35,7 +32,7 @@ func newCapture(limit int, offloadHost string, onOutput func(stream, text string
 		if offloadHost == "" {
 			return nil, fmt.Errorf("no offload folder")
 		}
-		name := fmt.Sprintf("output-%s-%d.txt", time.Now().UTC().Format("20060102-150405"), offloadSeq.Add(1))
+		name := fmt.Sprintf("output-%s-%s.txt", time.Now().UTC().Format("20060102-150405"), nonce()[:8])
 		f, err := os.OpenFile(filepath.Join(offloadHost, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if err != nil {
 			return nil, err

@@ -78,7 +78,6 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 	s.mu.Unlock()
 
 	start := time.Now()
-	since := bootTicks()
 	if err := s.request("job", j.id); err != nil {
 		return nil, err
 	}
@@ -91,7 +90,8 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 		if ok {
 			roots = append(roots, wrapper)
 		}
-		return s.tree(roots, "DEN_JOB="+strconv.Itoa(j.id), 0, since, wrapper)
+		// A job's wrapper is its parent: no "forked since" rule needed.
+		return s.tree(roots, "DEN_JOB="+strconv.Itoa(j.id), 0, 0, wrapper)
 	}
 	done := func() bool {
 		select {

@@ -99,7 +99,7 @@ func (p *poller) close() {
 	unix.Close(p.wake)
 }
 
-// mkfifo makes a FIFO and opens it read-write and non-blocking: den
+// openFIFO makes a FIFO and opens it read-write and non-blocking: den
 // holds both ends, so opening never blocks and the reader never sees an
 // end of file while den keeps it open.
 func openFIFO(path string) (int, error) {
