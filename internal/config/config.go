@@ -1,25 +1,3 @@
-// Package config reads den's configuration file (TOML, in the XDG
-// config dir or given with --config) into a validated Config. Every
-// error names the file and, where the problem is in the file, the line.
-//
-// The file is optional: an absent file is an empty Config, and every
-// field has a default.
-//
-//	[sandbox]
-//	backend = "bwrap"           # or "proot" (no isolation; never chosen silently)
-//
-//	[rootfs]
-//	alpine_mirror = "https://…/alpine"
-//	debian_mirror = "http://…/debian"
-//	ubuntu_mirror = "http://…/ubuntu"
-//
-//	[agents.default]
-//	rootfs  = "alpine"          # source used when the computer is first created
-//	network = "on"              # or "off": only loopback inside
-//	mounts  = ["/home/me/notes:/mnt/notes", "/srv/data:/data:ro"]
-//	memory  = "2GiB"            # resource limits (cgroups)
-//	pids    = 512
-//	cpu_weight = 100
 package config
 
 import (
@@ -33,9 +11,6 @@ import (
 
 	"github.com/BurntSushi/toml"
 )
-
-// ErrInvalid wraps every validation error.
-var ErrInvalid = errors.New("invalid config")
 
 // Config is den's configuration.
 type Config struct {
@@ -134,22 +109,22 @@ func DefaultPath() string {
 // Load reads path. A missing file at the default path is an empty
 // config; a missing file the user named is an error.
 func Load(path string, named bool) (*Config, error) {
-	c := &Config{Agents: map[string]Agent{}}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) && !named {
-		return c, nil
+		return &Config{Agents: map[string]Agent{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c.path = path
+	return parse(path, data)
+}
+
+// parse decodes and validates data, the contents of the file at path.
+func parse(path string, data []byte) (*Config, error) {
+	c := &Config{path: path}
 	md, err := toml.Decode(string(data), c)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, pe.Position.Line, pe.Message)
-		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
+		return nil, decodeError(path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		keys := make([]string, len(und))
@@ -169,6 +144,15 @@ func Load(path string, named bool) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// decodeError names the file and, for a syntax error, the line.
+func decodeError(path string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%w: %s:%d: %s", ErrInvalid, path, pe.Position.Line, pe.Message)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 }
 
 // lineOf finds the line where key is set (or, failing that, its

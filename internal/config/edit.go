@@ -3,17 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 )
-
-// ErrNoKey is a key the file does not set.
-var ErrNoKey = errors.New("no such key")
 
 // Secret reports whether a key holds a secret that den never prints:
 // API keys, and header values (they often carry tokens).
@@ -23,8 +20,11 @@ func Secret(key string) bool {
 		strings.Contains(k, "token") || strings.Contains(k, "secret") || strings.Contains(k, "password")
 }
 
-// Get returns the value at a dotted key of the file at path, rendered
-// as TOML; secrets are masked.
+// masked is how a secret's value is shown.
+const masked = `"********"`
+
+// Get returns the value at a dotted key of the file at path (all of it
+// for ""), rendered as TOML; secrets are masked.
 func Get(path, key string) (string, error) {
 	var tree map[string]any
 	if _, err := toml.DecodeFile(path, &tree); err != nil {
@@ -33,188 +33,280 @@ func Get(path, key string) (string, error) {
 		}
 		return "", fmt.Errorf("config: %w", err)
 	}
-	var v any = tree
-	if key != "" {
-		for _, part := range splitKey(key) {
-			m, ok := v.(map[string]any)
-			if !ok {
-				return "", fmt.Errorf("%w: %s", ErrNoKey, key)
-			}
-			if v, ok = m[part]; !ok {
-				return "", fmt.Errorf("%w: %s", ErrNoKey, key)
-			}
-		}
+	if key == "" {
+		return render(nil, tree), nil
 	}
-	return render(key, v), nil
-}
-
-// render prints a value as TOML, masking secrets at any depth.
-func render(key string, v any) string {
-	switch v := v.(type) {
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		var b strings.Builder
-		for _, k := range keys {
-			full := k
-			if key != "" {
-				full = key + "." + k
-			}
-			if sub, ok := v[k].(map[string]any); ok {
-				b.WriteString(render(full, sub))
-				continue
-			}
-			fmt.Fprintf(&b, "%s = %s\n", full, render(full, v[k]))
-		}
-		return b.String()
-	}
-	if Secret(key) {
-		return `"********"`
-	}
-	switch v := v.(type) {
-	case string:
-		return strconv.Quote(v)
-	case []any:
-		parts := make([]string, len(v))
-		for i, e := range v {
-			parts[i] = render(key, e)
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	}
-	return fmt.Sprint(v)
-}
-
-// splitKey splits a dotted key, keeping quoted parts whole.
-func splitKey(key string) []string {
-	var parts []string
-	var cur strings.Builder
-	quoted := false
-	for _, r := range key {
-		switch {
-		case r == '"':
-			quoted = !quoted
-		case r == '.' && !quoted:
-			parts = append(parts, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteRune(r)
-		}
-	}
-	return append(parts, cur.String())
-}
-
-// Set sets a dotted key (table.key) to value in the file at path,
-// editing the file line by line so that comments and layout stay; the
-// file is created when missing. value is TOML when it parses as a TOML
-// value (a number, true, an array, a quoted string), else a string.
-// The result must load: otherwise nothing is written.
-func Set(path, key, value string) (old string, err error) {
-	parts := splitKey(key)
-	if len(parts) < 2 {
-		return "", fmt.Errorf("config: set %s: want a key inside a table, such as agents.default.model", key)
-	}
-	table := strings.Join(quoteParts(parts[:len(parts)-1]), ".")
-	name := parts[len(parts)-1]
-	lit := tomlValue(value)
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("config: %w", err)
-	}
-	lines := strings.Split(string(data), "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	in, header, done := "", -1, false
-	for i, raw := range lines {
-		line := strings.TrimSpace(raw)
-		if strings.HasPrefix(line, "[") && !strings.HasPrefix(line, "[[") {
-			if end := strings.Index(line, "]"); end > 0 {
-				in = normKey(line[1:end])
-				if in == normKey(table) {
-					header = i
-				}
-			}
-			continue
-		}
-		if in != normKey(table) {
-			continue
-		}
-		if eq := strings.Index(line, "="); eq > 0 && normKey(line[:eq]) == name {
-			old = strings.TrimSpace(line[eq+1:])
-			lines[i] = name + " = " + lit
-			done = true
-			break
-		}
-	}
-	if !done {
-		if header >= 0 {
-			lines = append(lines[:header+1], append([]string{name + " = " + lit}, lines[header+1:]...)...)
-		} else {
-			if len(lines) > 0 {
-				lines = append(lines, "")
-			}
-			lines = append(lines, "["+table+"]", name+" = "+lit)
-		}
-	}
-	out := strings.Join(lines, "\n") + "\n"
-	tmp, err := writeTemp(path, out)
+	parts, err := parseKey(key)
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(tmp)
-	if _, err := Load(tmp, true); err != nil {
-		return "", fmt.Errorf("config: set %s: %w", key, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return "", fmt.Errorf("config: %w", err)
-	}
-	if Secret(key) && old != "" {
-		old = `"********"`
-	}
-	return old, nil
-}
-
-func quoteParts(parts []string) []string {
-	out := make([]string, len(parts))
-	for i, p := range parts {
-		if strings.ContainsAny(p, ". /") {
-			out[i] = strconv.Quote(p)
-		} else {
-			out[i] = p
+	var v any = tree
+	for _, part := range parts {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "", fmt.Errorf("%w: %s", ErrNoKey, key)
+		}
+		if v, ok = m[part]; !ok {
+			return "", fmt.Errorf("%w: %s", ErrNoKey, key)
 		}
 	}
+	return render(parts, v), nil
+}
+
+// render prints a value as TOML: a table as one "key = value" line per
+// value under it, anything else as a value; secrets are masked at any
+// depth.
+func render(parts []string, v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if Secret(keyString(parts)) {
+			return masked
+		}
+		return encode(v)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		full := append(parts[:len(parts):len(parts)], k)
+		if _, ok := m[k].(map[string]any); ok {
+			b.WriteString(render(full, m[k]))
+			continue
+		}
+		fmt.Fprintf(&b, "%s = %s\n", keyString(full), render(full, m[k]))
+	}
+	return b.String()
+}
+
+// Change is what setting one key does, for showing a person: the key
+// and its old and new values, written as TOML, secrets masked.
+type Change struct {
+	Key    string // as TOML: agents.default.permissions."den-config set"
+	Old    string // "" when unset
+	New    string
+	OldSet bool // whether the file set the key before
+}
+
+// String is the change in one line:
+// `agents.default.model: "a" → "b"`, or `… (unset) → "b"`.
+func (c Change) String() string {
+	old := c.Old
+	if !c.OldSet {
+		old = "(unset)"
+	}
+	return fmt.Sprintf("%s: %s → %s", c.Key, old, c.New)
+}
+
+// Set sets a dotted key to value, read as ParseValue reads it, in the
+// file at path: SetValue(path, key, ParseValue(value)). It returns the
+// old value as TOML ("" when unset; secrets masked).
+func Set(path, key, value string) (old string, err error) {
+	v, err := ParseValue(value)
+	if err != nil {
+		return "", err
+	}
+	c, err := SetValue(path, key, v)
+	if err != nil {
+		return "", err
+	}
+	return c.Old, nil
+}
+
+// SetValue sets a dotted key inside a table (agents.default.model, or
+// with a quoted part: agents.default.permissions."den-config set") to
+// v, a string, integer, float, boolean or an array of those, in the
+// file at path; the file is created when missing.
+//
+// The file is edited line by line, so comments and layout stay; only
+// the key's line changes, or one line (with its table's header, when
+// the table is new) is added. Nothing the caller passes reaches the
+// file as written: the key is checked part by part and rewritten, and v
+// is encoded. Before writing, SetValue decodes the file before and
+// after the edit and refuses, writing nothing, unless the only
+// difference is the key now holding v, and unless the result loads.
+// The file is replaced atomically and keeps its mode (0600 when new).
+func SetValue(path, key string, v any) (Change, error) {
+	p, err := plan(path, key, v)
+	if err != nil {
+		return Change{}, err
+	}
+	if err := replaceFile(p.path, p.data, p.mode); err != nil {
+		return Change{}, err
+	}
+	return p.change, nil
+}
+
+// PlanSet is the Change SetValue would make, found the same way and
+// refused for the same reasons, without writing; for an approval
+// question.
+func PlanSet(path, key string, v any) (Change, error) {
+	p, err := plan(path, key, v)
+	return p.change, err
+}
+
+// SetValueIf is SetValue when the key's value is still expectOld's Old
+// (and OldSet), as PlanSet found it; otherwise it fails with ErrChanged
+// and writes nothing. The file is checked when SetValueIf reads it, not
+// locked: den is its only writer, and a person editing it by hand at
+// that very moment can still race it. For a secret the masked values
+// cannot tell a change apart.
+func SetValueIf(path, key string, v any, expectOld Change) (Change, error) {
+	p, err := plan(path, key, v)
+	if err != nil {
+		return Change{}, err
+	}
+	if p.change.Key != expectOld.Key || p.change.New != expectOld.New {
+		return Change{}, fmt.Errorf("config: set %s to %s: the planned change was %s", p.change.Key, p.change.New, expectOld)
+	}
+	if p.change.OldSet != expectOld.OldSet || p.change.Old != expectOld.Old {
+		return Change{}, fmt.Errorf("%w: %s is now %s", ErrChanged, p.change.Key, p.change)
+	}
+	if err := replaceFile(p.path, p.data, p.mode); err != nil {
+		return Change{}, err
+	}
+	return p.change, nil
+}
+
+// planned is a checked edit, ready to write.
+type planned struct {
+	change Change
+	path   string // the file to replace (symbolic links followed)
+	data   []byte
+	mode   fs.FileMode
+}
+
+// plan reads the file, edits it and checks the edit.
+func plan(path, key string, v any) (planned, error) {
+	parts, err := parseKey(key)
+	if err != nil {
+		return planned{}, err
+	}
+	if len(parts) < 2 {
+		return planned{}, fmt.Errorf("config: set %s: want a key inside a table, such as agents.default.model", key)
+	}
+	key = keyString(parts)
+	if v, err = normalize(v); err != nil {
+		return planned{}, fmt.Errorf("config: set %s: %w", key, err)
+	}
+	p := planned{path: path, mode: 0o600}
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		p.path = real
+	}
+	data, err := os.ReadFile(p.path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return planned{}, fmt.Errorf("config: %w", err)
+	}
+	if st, err := os.Stat(p.path); err == nil {
+		p.mode = st.Mode().Perm()
+	}
+	before, err := decodeTree(path, data)
+	if err != nil {
+		return planned{}, fmt.Errorf("config: set %s: %w", key, err)
+	}
+	old, oldSet, err := lookup(before, parts)
+	if err != nil {
+		return planned{}, fmt.Errorf("config: set %s: %w", key, err)
+	}
+	if p.data, err = editLines(data, parts, encode(v)); err != nil {
+		return planned{}, fmt.Errorf("config: set %s: %w (change it with den config edit)", key, err)
+	}
+	after, err := decodeTree(path, p.data)
+	if err != nil || !equal(after, with(before, parts, v)) {
+		return planned{}, fmt.Errorf("config: set %s: editing this file line by line would change more than %s; change it with den config edit", key, key)
+	}
+	if _, err := parse(path, p.data); err != nil {
+		return planned{}, fmt.Errorf("config: set %s: %w", key, err)
+	}
+	p.change = Change{Key: key, New: render(parts, v), OldSet: oldSet}
+	if oldSet {
+		p.change.Old = render(parts, old)
+	}
+	return p, nil
+}
+
+// decodeTree decodes data (no data: an empty table).
+func decodeTree(path string, data []byte) (map[string]any, error) {
+	tree := map[string]any{}
+	if _, err := toml.Decode(string(data), &tree); err != nil {
+		return nil, decodeError(path, err)
+	}
+	return tree, nil
+}
+
+// lookup finds the value at parts: ok false when it is unset, an error
+// when a table on the way is a value or the key itself is a table.
+func lookup(tree map[string]any, parts []string) (v any, ok bool, err error) {
+	m := tree
+	for i, part := range parts {
+		v, ok = m[part]
+		if !ok {
+			return nil, false, nil
+		}
+		sub, table := v.(map[string]any)
+		if i == len(parts)-1 {
+			if table {
+				return nil, false, fmt.Errorf("it is a table; set one of its keys")
+			}
+			return v, true, nil
+		}
+		if !table {
+			return nil, false, fmt.Errorf("%s is not a table", keyString(parts[:i+1]))
+		}
+		m = sub
+	}
+	return nil, false, nil
+}
+
+// with returns a copy of tree with parts set to v; tree is unchanged.
+func with(tree map[string]any, parts []string, v any) map[string]any {
+	out := make(map[string]any, len(tree)+1)
+	for k, e := range tree {
+		out[k] = e
+	}
+	if len(parts) == 1 {
+		out[parts[0]] = v
+		return out
+	}
+	sub, _ := out[parts[0]].(map[string]any)
+	out[parts[0]] = with(sub, parts[1:], v)
 	return out
 }
 
-// tomlValue keeps value when it is a TOML literal, else quotes it.
-func tomlValue(v string) string {
-	var probe map[string]any
-	if _, err := toml.Decode("x = "+v, &probe); err == nil {
-		return v
+// replaceFile writes data to a temporary file next to path (mode, then
+// synced) and renames it over path.
+func replaceFile(path string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
-	return strconv.Quote(v)
-}
-
-func writeTemp(path, data string) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return "", fmt.Errorf("config: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".config-*.toml")
+	f, err := os.CreateTemp(dir, ".config-*.toml")
 	if err != nil {
-		return "", fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
-	if _, err := f.WriteString(data); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", fmt.Errorf("config: %w", err)
+	tmp := f.Name()
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("config: %w", err)
+	if err == nil {
+		err = f.Sync()
 	}
-	os.Chmod(f.Name(), 0o600)
-	return f.Name(), nil
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("config: write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // the rename lasts; a failure here loses nothing written
+		d.Close()
+	}
+	return nil
 }

@@ -1,0 +1,21 @@
+package config
+
+import "errors"
+
+var (
+	// ErrInvalid wraps every validation error: a file that does not
+	// load, or a value a Setting's Check refuses.
+	ErrInvalid = errors.New("invalid config")
+
+	// ErrNoKey is returned, wrapped, by Get for a key the file does not
+	// set.
+	ErrNoKey = errors.New("no such key")
+
+	// ErrChanged is returned, wrapped, by SetValueIf when the key's value
+	// in the file is no longer the one the Change was planned against.
+	ErrChanged = errors.New("config changed since the change was planned")
+
+	// ErrNotSettable is returned, wrapped, by AgentSettable for a key an
+	// agent may not change from inside its computer.
+	ErrNotSettable = errors.New("not settable from inside the computer")
+)
