@@ -1,7 +1,6 @@
 package hostcmd
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -22,12 +21,9 @@ import (
 // SocketName is the socket's name in its folder.
 const SocketName = "hostcmd.sock"
 
-// RequestTimeout bounds the wait for a client's request frame.
+// RequestTimeout is the default bound on the wait for a client's
+// request frame (Limits.RequestTimeout).
 const RequestTimeout = 10 * time.Second
-
-// stdinWindow is how much of a client's stdin den buffers ahead of the
-// handler.
-const stdinWindow = 256 << 10
 
 // SessionInfo identifies the session a socket belongs to.
 type SessionInfo struct {
@@ -67,7 +63,13 @@ type Call struct {
 	// PID is the host pid of the client process, from the kernel
 	// (SO_PEERCRED); 0 when unknown.
 	PID int
-	// Stdin streams the client's standard input. It need not be read.
+	// Stdin streams the client's standard input as it arrives. den
+	// holds at most a bounded window of it ahead of the handler (see
+	// Limits.MaxBufferedBytes), so a client that writes faster than
+	// the handler reads is slowed down rather than buffered. It need
+	// not be read; a handler that reads it all into memory holds as
+	// much as the client cares to send, so it should read with a
+	// bound of its own.
 	Stdin io.Reader
 	// Stdout and Stderr stream to the client. Writes block while the
 	// client is slow and fail once the call's context is done.
@@ -76,8 +78,10 @@ type Call struct {
 
 // Broker serves host commands for every session of a den.
 type Broker struct {
-	h   Handler
-	log func(string)
+	h      Handler
+	log    func(string)
+	limits Limits
+	now    func() time.Time // the clock of rate limits and log throttling
 
 	mu        sync.Mutex
 	listeners map[*Listener]struct{}
@@ -86,12 +90,18 @@ type Broker struct {
 
 // NewBroker returns a broker that hands every call to h. log receives
 // what den did not expect from clients (malformed frames, handler
-// panics); nil discards it.
-func NewBroker(h Handler, log func(string)) *Broker {
+// panics, refused calls); nil discards it. Each session has the
+// default Limits unless WithLimits says otherwise.
+func NewBroker(h Handler, log func(string), opts ...Option) *Broker {
 	if log == nil {
 		log = func(string) {}
 	}
-	return &Broker{h: h, log: log, listeners: make(map[*Listener]struct{})}
+	b := &Broker{h: h, log: log, now: time.Now, listeners: make(map[*Listener]struct{})}
+	for _, o := range opts {
+		o(b)
+	}
+	b.limits = b.limits.withDefaults()
+	return b
 }
 
 // Listener is one session's socket.
@@ -104,6 +114,11 @@ type Listener struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	once    sync.Once
+	limits  Limits
+	stdin   *stdinPool
+
+	mu  sync.Mutex
+	adm admission
 }
 
 // Listen creates dir (mode 0700) when needed and listens on
@@ -127,7 +142,8 @@ func (b *Broker) Listen(dir string, session SessionInfo) (*Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Listener{b: b, session: session, dir: dir, ln: ln}
+	l := &Listener{b: b, session: session, dir: dir, ln: ln, limits: b.limits, stdin: newStdinPool(b.limits.MaxBufferedBytes)}
+	l.adm.tokens, l.adm.last = b.limits.burst(), b.now()
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	b.mu.Lock()
 	if b.closed {
@@ -257,45 +273,42 @@ func (l *Listener) accept() {
 			}
 			continue
 		}
+		if why := l.admit(); why != "" {
+			l.refuse(conn, why)
+			continue
+		}
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			if err := l.serve(conn); err != nil {
+			if err := l.serve(conn, sync.OnceFunc(l.leave)); err != nil {
 				l.b.log(fmt.Sprintf("hostcmd: session %s: %v", l.session.Session, err))
 			}
 		}()
 	}
 }
 
-// serve runs one call.
-func (l *Listener) serve(conn *net.UnixConn) error {
+// serve runs one call admitted by admit; leave gives its slot back.
+// The slot is given back once the client has its exit status (or the
+// connection is over), before den closes the connection, so that a
+// client may start its next call as soon as this one exits.
+func (l *Listener) serve(conn *net.UnixConn, leave func()) error {
 	defer conn.Close()
-	r := wire.NewReader(bufio.NewReaderSize(conn, 64<<10))
-	out := &conduit{conn: conn}
-
-	conn.SetReadDeadline(time.Now().Add(RequestTimeout))
-	typ, p, err := r.Next()
-	if err == nil && typ != wire.TypeRequest {
-		err = fmt.Errorf("%w: first frame is %q, not a request", wire.ErrFrame, typ)
-	}
-	var req wire.Request
-	if err == nil {
-		req, err = wire.ParseRequest(p)
-	}
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil // a probe: connected and left
-		}
-		conn.SetWriteDeadline(time.Now().Add(time.Second))
-		out.frame(wire.TypeStderr, []byte("den: "+err.Error()+"\n"))
-		out.frame(wire.TypeExit, wire.ExitPayload(1))
-		return fmt.Errorf("request: %w", err)
-	}
-	conn.SetReadDeadline(time.Time{})
-
+	defer leave()
 	ctx, cancel := context.WithCancel(l.ctx)
 	defer cancel()
-	stdin := newStdinBuffer(stdinWindow)
+	// Cancellation unblocks the connection's reads and writes: the
+	// handler's, and the reader's below.
+	stopConn := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stopConn()
+	f := newFrames(conn)
+	out := &conduit{conn: conn}
+
+	req, ok, err := l.request(ctx, conn, f, out)
+	if !ok {
+		return err
+	}
+
+	stdin := l.stdin.newBuffer()
 	if req.StdinTTY {
 		stdin.closeWrite()
 	}
@@ -312,17 +325,14 @@ func (l *Listener) serve(conn *net.UnixConn) error {
 		Stderr:   &stream{out, wire.TypeStderr},
 	}
 
-	// Cancellation unblocks everything: the handler's reads of stdin,
-	// its writes (the deadline), and the reader below.
 	stopStdin := context.AfterFunc(ctx, func() { stdin.fail(ctx.Err()) })
 	defer stopStdin()
-	stopConn := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 
 	var readErr error
 	readerDone := make(chan struct{})
 	go func() {
 		defer close(readerDone)
-		readErr = readStdin(r, stdin, req.StdinTTY)
+		readErr = readStdin(f, stdin, req.StdinTTY)
 		// The client went away (or broke the protocol) before the exit
 		// frame: the call is over.
 		cancel()
@@ -333,6 +343,7 @@ func (l *Listener) serve(conn *net.UnixConn) error {
 	if stopConn() {
 		out.frame(wire.TypeExit, wire.ExitPayload(code))
 	}
+	leave()
 	conn.Close()
 	cancel()
 	<-readerDone
@@ -340,6 +351,30 @@ func (l *Listener) serve(conn *net.UnixConn) error {
 		return readErr
 	}
 	return nil
+}
+
+// request reads the call's request within RequestTimeout and answers
+// a bad one on the client's stderr; ok is false when the call is over
+// (err says why, when den did not expect it).
+func (l *Listener) request(ctx context.Context, conn *net.UnixConn, f *frames, out *conduit) (req wire.Request, ok bool, err error) {
+	conn.SetReadDeadline(time.Now().Add(l.limits.RequestTimeout))
+	req, err = f.request()
+	if err != nil {
+		if errors.Is(err, io.EOF) || ctx.Err() != nil {
+			return req, false, nil // a probe (connected and left), or den closing
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("no request within %v", l.limits.RequestTimeout)
+		}
+		conn.SetWriteDeadline(time.Now().Add(time.Second))
+		out.frame(wire.TypeStderr, []byte("den: "+err.Error()+"\n"))
+		out.frame(wire.TypeExit, wire.ExitPayload(1))
+		return req, false, fmt.Errorf("request: %w", err)
+	}
+	conn.SetReadDeadline(time.Time{})
+	// Cancellation sets a deadline; the one just cleared may have been
+	// it.
+	return req, ctx.Err() == nil, nil
 }
 
 // run calls the handler; a panic becomes an internal error.
@@ -356,37 +391,6 @@ func (l *Listener) run(ctx context.Context, call *Call) (code int) {
 		code = ExitError
 	}
 	return code
-}
-
-// readStdin moves stdin frames into buf until the client's end of
-// file, then waits for the connection to end; any other frame is a
-// protocol error.
-func readStdin(r *wire.Reader, buf *stdinBuffer, tty bool) error {
-	eof := false
-	for {
-		typ, p, err := r.Next()
-		if err != nil {
-			if !eof {
-				buf.fail(io.ErrUnexpectedEOF)
-			}
-			return err
-		}
-		switch {
-		case typ == wire.TypeStdin && !eof && !tty:
-			if !buf.write(p) {
-				// The handler is done with stdin; keep reading to see
-				// the client leave.
-				continue
-			}
-		case typ == wire.TypeStdinEOF && !eof:
-			eof = true
-			buf.closeWrite()
-		default:
-			err := fmt.Errorf("%w: unexpected %q frame from the client", wire.ErrFrame, typ)
-			buf.fail(err)
-			return err
-		}
-	}
 }
 
 func envMap(env []string) map[string]string {
@@ -450,86 +454,4 @@ func (s *stream) Write(p []byte) (int, error) {
 		p = p[len(chunk):]
 	}
 	return n, nil
-}
-
-// stdinBuffer is a bounded pipe from the connection reader to the
-// handler. Unlike io.Pipe it lets the reader run ahead by a window, so
-// that a handler which never reads stdin does not stop den from seeing
-// the client leave.
-type stdinBuffer struct {
-	mu     sync.Mutex
-	cond   sync.Cond
-	buf    []byte
-	max    int
-	eof    bool  // the client sent its end of file
-	err    error // the stream broke
-	closed bool  // the handler is done
-}
-
-func newStdinBuffer(max int) *stdinBuffer {
-	b := &stdinBuffer{max: max}
-	b.cond.L = &b.mu
-	return b
-}
-
-// write appends p, waiting for room; false means the handler is done.
-func (b *stdinBuffer) write(p []byte) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for len(b.buf)+len(p) > b.max && !b.closed && b.err == nil {
-		b.cond.Wait()
-	}
-	if b.closed || b.err != nil {
-		return false
-	}
-	b.buf = append(b.buf, p...)
-	b.cond.Broadcast()
-	return true
-}
-
-func (b *stdinBuffer) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for len(b.buf) == 0 && !b.eof && b.err == nil && !b.closed {
-		b.cond.Wait()
-	}
-	switch {
-	case len(b.buf) > 0 && !b.closed:
-		n := copy(p, b.buf)
-		b.buf = b.buf[n:]
-		if len(b.buf) == 0 {
-			b.buf = b.buf[:0:0]
-		}
-		b.cond.Broadcast()
-		return n, nil
-	case b.err != nil:
-		return 0, b.err
-	case b.closed:
-		return 0, io.ErrClosedPipe
-	}
-	return 0, io.EOF
-}
-
-func (b *stdinBuffer) closeWrite() {
-	b.mu.Lock()
-	b.eof = true
-	b.cond.Broadcast()
-	b.mu.Unlock()
-}
-
-func (b *stdinBuffer) fail(err error) {
-	b.mu.Lock()
-	if b.err == nil {
-		b.err = err
-	}
-	b.cond.Broadcast()
-	b.mu.Unlock()
-}
-
-func (b *stdinBuffer) closeRead() {
-	b.mu.Lock()
-	b.closed = true
-	b.buf = nil
-	b.cond.Broadcast()
-	b.mu.Unlock()
 }

@@ -46,18 +46,40 @@
 // and reads output in separate goroutines, so neither side can block
 // the other into a deadlock.
 //
-// den reads the request within RequestTimeout. Any malformed frame (an
-// unknown type, a length over its limit, a bad request, a frame after
-// stdin's end, a frame cut short) ends the connection: den logs the
-// error and, when the request itself was bad, tells the client on
-// stderr with exit status 1. A client that disconnects before the exit
-// frame cancels the call's context.
+// den reads the request within Limits.RequestTimeout. Any malformed
+// frame (an unknown type, a length over its limit, a bad request, a
+// frame after stdin's end, a frame cut short) ends the connection: den
+// logs the error and, when the request itself was bad, tells the
+// client on stderr with exit status 1. den judges a frame by its
+// header, before reading its payload, and sizes no buffer by a length
+// the client claims. A client that disconnects before the exit frame
+// cancels the call's context.
+//
+// # Limits
+//
+// The computer is not trusted, so what one session's socket can make
+// den spend is bounded (Limits, set with WithLimits): at most
+// MaxConcurrent calls at once (16; a connection counts from its
+// connect until den has sent its exit status, so one that never sends
+// its request holds a slot until RequestTimeout), at most
+// CallsPerMinute calls a minute (600, in bursts of up to 60), and at
+// most MaxBufferedBytes of stdin buffered ahead of the session's
+// handlers (4 MiB, 256 KiB a call), past which den stops reading the
+// clients' sockets. A call over a limit is refused at once, before
+// its handler runs and without its stdin being read: the client prints
+// "<command>: den: <why>" and exits 1, and den logs refusals at most
+// once a second per session. So a session costs den at most
+// MaxConcurrent connections, each with two goroutines, a request (up
+// to wire.MaxRequest) and a few KiB of buffers, plus MaxBufferedBytes
+// of stdin; what a handler keeps of what it reads is the handler's to
+// bound.
 //
 // # Concurrency
 //
-// A Listener serves each connection in its own goroutine and calls the
-// Handler concurrently. Closing a Listener stops accepting, cancels the
-// context of every running call, waits for the handlers to return and
-// removes the socket; handlers must return promptly once their context
-// is done (their reads and writes of the call's streams fail by then).
+// A Listener serves each admitted connection in its own goroutine and
+// calls the Handler concurrently. Closing a Listener stops accepting,
+// cancels the context of every running call, waits for the handlers to
+// return and removes the socket; handlers must return promptly once
+// their context is done (their reads and writes of the call's streams
+// fail by then).
 package hostcmd

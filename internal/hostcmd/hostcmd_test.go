@@ -69,10 +69,10 @@ func (l *logs) String() string {
 var session = hostcmd.SessionInfo{Agent: "ag", Session: "s1"}
 
 // listen starts a broker for h on a fresh folder.
-func listen(t testing.TB, h hostcmd.Handler) (*hostcmd.Listener, *logs) {
+func listen(t testing.TB, h hostcmd.Handler, opts ...hostcmd.Option) (*hostcmd.Listener, *logs) {
 	t.Helper()
 	lg := &logs{}
-	b := hostcmd.NewBroker(h, lg.add)
+	b := hostcmd.NewBroker(h, lg.add, opts...)
 	l, err := b.Listen(filepath.Join(t.TempDir(), "host"), session)
 	if err != nil {
 		t.Fatal(err)
@@ -338,6 +338,8 @@ func TestMalformed(t *testing.T) {
 		"server frame":    append(append([]byte{}, good...), wire.AppendFrame(nil, wire.TypeStdout, []byte("x"))...),
 		"after eof":       append(append(append([]byte{}, good...), wire.AppendFrame(nil, wire.TypeStdinEOF, nil)...), wire.AppendFrame(nil, wire.TypeStdin, []byte("x"))...),
 		"oversized stdin": append(append([]byte{}, good...), wire.TypeStdin, 0x7f, 0xff, 0xff, 0xff),
+		// Refused from its header: den does not wait for the megabyte.
+		"second request": append(append([]byte{}, good...), wire.TypeRequest, 0x00, 0x10, 0x00, 0x00),
 	} {
 		conn, err := net.Dial("unix", l.Path())
 		if err != nil {
