@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/rootfs"
@@ -95,10 +96,14 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 		add(sandbox.Check{Name: "data dir", Detail: err.Error(), Fatal: true})
 		return finish(r)
 	}
+	add(idsCheck(m))
 	comp, err := m.Computer(agent)
 	if err != nil {
 		add(sandbox.Check{Name: "agent", Detail: err.Error(), Fatal: true})
 		return finish(r)
+	}
+	for _, w := range computer.MountWarnings(mountsOf(cfg.Agent(agent))) {
+		add(sandbox.Check{Name: "mount", OK: true, Detail: w})
 	}
 	info, ok, err := comp.Info()
 	switch {
@@ -113,6 +118,36 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 		add(sourceCheck(ctx, agent, cfg.Rootfs.AlpineMirror))
 	}
 	return finish(r)
+}
+
+// idsCheck reports what root inside the computers is on the host.
+func idsCheck(m *computer.Manager) sandbox.Check {
+	c := sandbox.Check{Name: "user ids", Fatal: true}
+	ids, err := m.IDs()
+	if err != nil {
+		c.Detail, c.Fix = err.Error(), "see docs/sandbox.md, \"User ids\""
+		return c
+	}
+	c.OK, c.Detail = true, ids.String()
+	if os.Geteuid() == 0 && !strings.Contains(ids.Source, "/etc/subuid") {
+		uid, _, _ := ids.Root()
+		c.Fix = fmt.Sprintf("optional: reserve the range in /etc/subuid and /etc/subgid so no account is ever given it: "+
+			"useradd --system --no-create-home --shell /usr/sbin/nologin den; usermod --add-subuids %d-%d --add-subgids %d-%d den",
+			uid, uid+65535, uid, uid+65535)
+	}
+	return c
+}
+
+// mountsOf parses an agent's configured mounts, ignoring bad ones (the
+// config check reports those).
+func mountsOf(a config.Agent) []sandbox.Bind {
+	var out []sandbox.Bind
+	for _, s := range a.Mounts {
+		if b, err := sandbox.ParseMount(s); err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func finish(r report) report {

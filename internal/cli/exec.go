@@ -61,6 +61,9 @@ func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Compute
 	if err != nil {
 		return nil, o, err
 	}
+	for _, w := range computer.MountWarnings(o.Mounts) {
+		fmt.Fprintln(g.stderr, "den: warning:", w)
+	}
 	srcText, explicit := f.rootfs, f.rootfs != ""
 	if !explicit && ac.Rootfs != "" {
 		srcText, explicit = ac.Rootfs, true
@@ -265,9 +268,9 @@ func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer,
 	faces := hostFaces{mode: permission.DenyAsks, emit: func(e any) {
 		switch e := e.(type) {
 		case *hostsvc.NotifyEvent:
-			fmt.Fprintf(g.stderr, "den: notification: %s: %s\n", e.Title, e.Message)
+			fmt.Fprintf(g.stderr, "den: notification: %s: %s\n", permission.Printable(e.Title), permission.PrintableLines(e.Message))
 		case *hostsvc.OpenEvent:
-			fmt.Fprintf(g.stderr, "den: open %s\n", e.Target)
+			fmt.Fprintf(g.stderr, "den: open %s\n", permission.Printable(e.Target))
 		case *hostsvc.SpeechEvent:
 			fmt.Fprintf(g.stderr, "den: speech in %s\n", e.Path)
 		case *permission.ApprovalRequest:

@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -22,6 +20,7 @@ import (
 	"den.dev/den/internal/hostcmd"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
+	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
 )
 
@@ -57,6 +56,9 @@ type Manager struct {
 	dataDir string
 	runDir  string // control folders of running sessions, on tmpfs when possible
 	backend sandbox.Backend
+	ids     sandbox.IDMap // the user and group ids the computers run as
+	idErr   error
+	owners  idmap.OwnerNS   // user namespaces for probing users' folders
 	cgroups *cgroup.Manager // nil when resource limits are unavailable
 	cgErr   error
 	// RootfsOptions are used when a computer is provisioned.
@@ -79,6 +81,7 @@ func New(dataDir string, backend sandbox.Backend) (*Manager, error) {
 	if err := os.MkdirAll(m.runDir, 0o700); err != nil {
 		return nil, fmt.Errorf("computer: run dir: %w", err)
 	}
+	m.ids, m.idErr = idmap.For(abs)
 	m.cgroups, m.cgErr = cgroup.New("den")
 	if m.cgroups != nil {
 		// Groups of sessions whose den was killed (SESSION.PID.RANDOM).
@@ -120,6 +123,23 @@ func (m *Manager) Backend() sandbox.Backend { return m.backend }
 
 // CgroupError says why resource limits are unavailable, or nil.
 func (m *Manager) CgroupError() error { return m.cgErr }
+
+// IDs is the map of user and group ids the computers run with: what
+// root inside is on the host.
+func (m *Manager) IDs() (sandbox.IDMap, error) { return m.ids, m.idErr }
+
+// give makes a folder den creates for a computer belong to root inside
+// (den is root; as an ordinary user it already does).
+func (m *Manager) give(path string) error {
+	uid, gid, ok := m.ids.Root()
+	if os.Geteuid() != 0 || !ok {
+		return nil
+	}
+	if err := os.Lchown(path, uid, gid); err != nil {
+		return fmt.Errorf("computer: %w", err)
+	}
+	return nil
+}
 
 // Computer is one agent's persistent computer.
 type Computer struct {
@@ -185,6 +205,84 @@ func (c *Computer) Ensure(ctx context.Context, src rootfs.Source, explicit bool)
 	if err := rootfs.WriteInfo(c.infoFile(), info); err != nil {
 		return info, err
 	}
+	return c.ensureOwners(info)
+}
+
+// treeIDs is the map the computer's files are owned by now: the
+// manager's, or as root for a tree not yet given to it, the inside ids
+// themselves or the range it was given before.
+func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap {
+	uid, gid, _ := c.m.ids.Root()
+	switch {
+	case os.Geteuid() != 0 || (info.Owner != nil && int(info.Owner.UID) == uid && int(info.Owner.GID) == gid):
+		return c.m.ids
+	case info.Owner == nil:
+		return idmap.Identity
+	}
+	return sandbox.IDMap{
+		UIDs: []sandbox.IDRange{{Inside: 0, Host: info.Owner.UID, Count: idmap.Size}},
+		GIDs: []sandbox.IDRange{{Inside: 0, Host: info.Owner.GID, Count: idmap.Size}},
+	}
+}
+
+// ensureOwners gives the computer's files to its own ids when they are
+// not yet (a tree just provisioned, or made by an older den whose
+// computers' root was host root; or the range changed): the rootfs, the
+// agent's folders and every session's, once, recorded in computer.json.
+// As an ordinary user the tree is the user's already, as root inside is.
+func (c *Computer) ensureOwners(info rootfs.Info) (rootfs.Info, error) {
+	if os.Geteuid() != 0 {
+		return info, nil
+	}
+	if c.m.idErr != nil {
+		return info, c.m.idErr
+	}
+	uid, gid, _ := c.m.ids.Root()
+	if info.Owner != nil && int(info.Owner.UID) == uid && int(info.Owner.GID) == gid {
+		return info, nil
+	}
+	if running := c.running(); len(running) > 0 {
+		return info, fmt.Errorf("%w: computer %s must give its files to its own user ids once, with no session running (%s running)",
+			ErrInUse, c.agent, strings.Join(running, ", "))
+	}
+	from := c.treeIDs(info)
+	say := func(string) {}
+	if p := c.m.RootfsOptions.Progress; p != nil {
+		say = func(msg string) { p(rootfs.Progress{Stage: rootfs.StageOwners, Message: msg}) }
+	}
+	say(fmt.Sprintf("giving computer %s's files to its own user ids (root inside is host uid %d)", c.agent, uid))
+	trees := []string{c.Rootfs()}
+	for _, d := range sandbox.AgentDirs {
+		trees = append(trees, filepath.Join(c.dir, d.Name))
+	}
+	sessions, _ := os.ReadDir(filepath.Join(c.dir, "sessions"))
+	for _, e := range sessions {
+		for _, d := range sandbox.SessionDirs {
+			trees = append(trees, filepath.Join(c.dir, "sessions", e.Name(), d.Name))
+		}
+	}
+	total := 0
+	for _, t := range trees {
+		if _, err := os.Lstat(t); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		n, err := idmap.Shift(t, from, c.m.ids, func(done int) {
+			if done%65536 == 0 {
+				say(fmt.Sprintf("%d files…", total+done))
+			}
+		})
+		total += n
+		if err != nil {
+			return info, fmt.Errorf("computer %s: %w", c.agent, err)
+		}
+	}
+	info.Owner = &rootfs.Owner{UID: uint32(uid), GID: uint32(gid)}
+	if err := rootfs.WriteInfo(c.infoFile(), info); err != nil {
+		return info, err
+	}
+	if total > 0 {
+		say(fmt.Sprintf("%d files now belong to the computer's own ids", total))
+	}
 	return info, nil
 }
 
@@ -235,21 +333,24 @@ func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) 
 	if err := ValidName("session", session); err != nil {
 		return sandbox.Spec{}, err
 	}
-	spec := sandbox.Spec{Rootfs: c.Rootfs(), Network: o.Network, Hostname: "den", Limits: o.Limits}
+	if c.m.idErr != nil {
+		return sandbox.Spec{}, c.m.idErr
+	}
+	spec := sandbox.Spec{Rootfs: c.Rootfs(), Network: o.Network, Hostname: "den", Limits: o.Limits, IDs: c.m.ids}
 	sdir := c.SessionDir(session)
 	for _, d := range sandbox.SessionDirs {
 		h := filepath.Join(sdir, d.Name)
-		if err := os.MkdirAll(h, 0o755); err != nil {
+		if err := c.folder(h); err != nil {
 			return spec, fmt.Errorf("computer: session folder: %w", err)
 		}
-		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest})
+		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest, Internal: true})
 	}
 	for _, d := range sandbox.AgentDirs {
 		h := filepath.Join(c.dir, d.Name)
-		if err := os.MkdirAll(h, 0o755); err != nil {
+		if err := c.folder(h); err != nil {
 			return spec, fmt.Errorf("computer: agent folder: %w", err)
 		}
-		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest})
+		spec.Binds = append(spec.Binds, sandbox.Bind{Host: h, Guest: d.Guest, Internal: true})
 	}
 	for _, m := range o.Mounts {
 		if err := m.Validate(); err != nil {
@@ -258,6 +359,18 @@ func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) 
 		spec.Binds = append(spec.Binds, m)
 	}
 	return spec, nil
+}
+
+// folder makes one of the computer's folders, root inside's.
+func (c *Computer) folder(h string) error {
+	fi, err := os.Lstat(h)
+	if err == nil && fi.IsDir() {
+		return nil
+	}
+	if err := os.MkdirAll(h, 0o755); err != nil {
+		return err
+	}
+	return c.m.give(h)
 }
 
 // Session is a running session of a computer.
@@ -308,10 +421,14 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 // returned Session holds the group and socket (release frees them);
 // suffix names the session's run-time folders.
 func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec, s *Session, suffix string, err error) {
-	if _, ok, err := c.Info(); !ok || err != nil {
+	info, ok, err := c.Info()
+	if !ok || err != nil {
 		if err == nil {
 			err = fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
 		}
+		return spec, nil, "", err
+	}
+	if _, err := c.ensureOwners(info); err != nil {
 		return spec, nil, "", err
 	}
 	if spec, err = c.Spec(session, o); err != nil {
@@ -346,6 +463,14 @@ func (c *Computer) listenHost(session, suffix string, o SessionOptions, spec *sa
 	l, err := o.Host.Broker.Listen(filepath.Join(c.m.runDir, c.agent+"."+session+"."+suffix+".host"), hostcmd.SessionInfo{Agent: c.agent, Session: session})
 	if err != nil {
 		return nil, fmt.Errorf("computer: host commands: %w", err)
+	}
+	// Root inside connects to the socket: it needs the folder and the
+	// socket, which nothing else on the host can reach (RUN is den's).
+	for _, p := range []string{l.Dir(), l.Path()} {
+		if err := c.m.give(p); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("computer: host commands: %w", err)
+		}
 	}
 	spec.Binds = append(spec.Binds, hostcmd.Binds(o.Host.Shim, l.Dir())...)
 	return l, nil
@@ -519,23 +644,6 @@ func (c *Computer) running() []string {
 	return out
 }
 
-// Export writes the computer's rootfs as an uncompressed tar stream.
-func (c *Computer) Export(ctx context.Context, w io.Writer) error {
-	if _, ok, _ := c.Info(); !ok {
-		return fmt.Errorf("%w for agent %s", ErrNoComputer, c.agent)
-	}
-	// tar(1) keeps owners, modes, links and special bits exactly and
-	// never follows the rootfs's symlinks.
-	cmd := exec.CommandContext(ctx, "tar", "--numeric-owner", "--xattrs", "-C", c.Rootfs(), "-cf", "-", ".")
-	cmd.Stdout = w
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("computer: export %s: %v: %s", c.agent, err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
-
 // Import provisions the computer from a tar file made by Export (or any
 // rootfs tarball). The computer must not exist yet.
 func (c *Computer) Import(ctx context.Context, file string) (rootfs.Info, error) {
@@ -568,4 +676,43 @@ func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOption
 		held.release()
 	}
 	return p, cleanup, nil
+}
+
+// MountWarnings says, for each user mount that will not behave as a
+// person would expect, why: as root, a folder host root owns is never
+// mapped (the computer's root is not host root), so the computer can
+// write there only what any unprivileged user could.
+func MountWarnings(mounts []sandbox.Bind) []string {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	var out []string
+	for _, m := range mounts {
+		var st unix.Stat_t
+		if m.ReadOnly || unix.Stat(m.Host, &st) != nil || st.Uid != 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s belongs to host root, and the computer's root is not host root: inside, %s is writable only as far as its permissions let anyone write; give the folder to the user it is for (chown USER %s) to let the computer write there as that user",
+			m.Host, m.Guest, m.Host))
+	}
+	return out
+}
+
+// Manager is the manager the computer belongs to.
+func (c *Computer) Manager() *Manager { return c.m }
+
+// AgentDir is the host folder of one of the agent's folders (memory,
+// skills, shared).
+func (c *Computer) AgentDir(name string) string { return filepath.Join(c.dir, name) }
+
+// FolderOwner returns the host owner a user's folder at host is seen as
+// root inside through (den root, the folder not host root's, its file
+// system taking idmapped mounts); ok is false when the folder is bound
+// as it is and the computer's own ids apply.
+func (m *Manager) FolderOwner(host string) (uid, gid int, ok bool) {
+	ruid, rgid, rok := m.ids.Root()
+	if !rok {
+		return 0, 0, false
+	}
+	return m.owners.FolderOwner(host, ruid, rgid)
 }

@@ -1,13 +1,17 @@
 package computer_test
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/bwrap"
 	"den.dev/den/internal/sandbox/cgroup"
+	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
@@ -259,4 +264,126 @@ func TestStaleCgroupSwept(t *testing.T) {
 			t.Errorf("live group removed: %s", d)
 		}
 	}
+}
+
+// TestOldComputerGetsItsOwnIDs: a computer made by a den whose
+// computers' root was host root (files owned by the inside ids
+// themselves, no owner in computer.json) is given to its own range at
+// its next start, session folders included, and then works as before.
+func TestOldComputerGetsItsOwnIDs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("as an ordinary user the computer's root is that user: nothing to convert")
+	}
+	m := newManager(t)
+	c := busyboxComputer(t, m, "olden")
+	ids, err := m.IDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, gid, _ := ids.Root()
+	// Make it as an older den left it.
+	if _, err := idmap.Shift(c.Rootfs(), ids, idmap.Identity, nil); err != nil {
+		t.Fatal(err)
+	}
+	info, _, _ := c.Info()
+	info.Owner = nil
+	if err := rootfs.WriteInfo(filepath.Join(m.DataDir(), "agents", "olden", "computer.json"), info); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(c.SessionDir("s1"), "workspace")
+	os.MkdirAll(ws, 0o755)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("old\n"), 0o644)
+	if fi, _ := os.Stat(filepath.Join(c.Rootfs(), "root")); fi.Sys().(*syscall.Stat_t).Uid != 0 {
+		t.Fatal("setup: /root is not host root's")
+	}
+
+	s, err := c.Start(context.Background(), "s1", computer.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := run(t, s, "echo more >> /workspace/notes.txt && touch /root/x && stat -c '%u %g' /root /workspace/notes.txt")
+	if r.ExitCode != 0 || r.Output != "0 0\n0 0\n" {
+		t.Fatalf("after conversion: %+v", r)
+	}
+	for _, p := range []string{filepath.Join(c.Rootfs(), "root"), filepath.Join(c.Rootfs(), "bin", "busybox"), filepath.Join(ws, "notes.txt")} {
+		st := lstat(t, p)
+		if int(st.Uid) != uid || int(st.Gid) != gid {
+			t.Errorf("%s belongs to %d:%d, not the computer's root %d:%d", p, st.Uid, st.Gid, uid, gid)
+		}
+	}
+	info, _, _ = c.Info()
+	if info.Owner == nil || int(info.Owner.UID) != uid {
+		t.Errorf("computer.json does not record the owner: %+v", info.Owner)
+	}
+}
+
+// TestExportRecordsInsideIDs: an exported computer's archive holds the
+// ids the computer sees (root is 0), not the host's, so it imports into
+// another den (another range) intact.
+func TestExportRecordsInsideIDs(t *testing.T) {
+	m := newManager(t)
+	c := busyboxComputer(t, m, "exporter")
+	s, err := c.Start(context.Background(), "e", computer.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, s, "mkdir -p /root/keep && echo kept > /root/keep/a && ln /root/keep/a /root/keep/b && ln -s a /root/keep/c && mkfifo /root/keep/f && chmod 4750 /root/keep/a")
+	s.Close()
+	var buf bytes.Buffer
+	if err := c.Export(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(buf.Bytes()))
+	seen := map[string]*tar.Header{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[h.Name] = h
+		if h.Uid != 0 && h.Uid != 65534 {
+			t.Errorf("%s recorded with uid %d: want the inside id", h.Name, h.Uid)
+		}
+	}
+	for name, want := range map[string]byte{"./root/keep/a": tar.TypeReg, "./root/keep/b": tar.TypeLink, "./root/keep/c": tar.TypeSymlink, "./root/keep/f": tar.TypeFifo, "./bin/busybox": tar.TypeReg} {
+		h := seen[name]
+		if h == nil {
+			t.Errorf("%s missing from the export", name)
+			continue
+		}
+		if h.Typeflag != want {
+			t.Errorf("%s: type %c, want %c", name, h.Typeflag, want)
+		}
+	}
+	if h := seen["./root/keep/a"]; h != nil && h.Mode&0o7777 != 0o4750 {
+		t.Errorf("mode of a: %o", h.Mode)
+	}
+	// Import it as another agent's computer and use it.
+	file := filepath.Join(t.TempDir(), "c.tar")
+	os.WriteFile(file, buf.Bytes(), 0o600)
+	c2, _ := m.Computer("importer")
+	if _, err := c2.Import(context.Background(), file); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := c2.Start(context.Background(), "i", computer.SessionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if r := run(t, s2, "cat /root/keep/b; stat -c '%u %a' /root/keep/a; echo new > /root/keep/new && echo ok"); r.Output != "kept\n0 4750\nok\n" {
+		t.Errorf("imported computer: %q", r.Output)
+	}
+}
+
+func lstat(t *testing.T, p string) *syscall.Stat_t {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
 }

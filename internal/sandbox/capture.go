@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"den.dev/den/internal/sandbox/output"
 )
 
@@ -23,7 +25,7 @@ type capture struct {
 	raw                      func(stream, text string)
 }
 
-func newCapture(limit int, offloadHost string, onOutput func(stream, text string), raw bool) *capture {
+func newCapture(limit int, offloadHost string, onOutput func(stream, text string), raw bool, own owner) *capture {
 	c := &capture{}
 	if raw {
 		c.raw, onOutput = onOutput, nil
@@ -33,9 +35,16 @@ func newCapture(limit int, offloadHost string, onOutput func(stream, text string
 			return nil, fmt.Errorf("no offload folder")
 		}
 		name := fmt.Sprintf("output-%s-%s.txt", time.Now().UTC().Format("20060102-150405"), nonce()[:8])
-		f, err := os.OpenFile(filepath.Join(offloadHost, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		// The folder is the computer's: never follow what it planted.
+		f, err := os.OpenFile(filepath.Join(offloadHost, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return nil, err
+		}
+		if own.uid >= 0 {
+			if err := f.Chown(own.uid, own.gid); err != nil {
+				f.Close()
+				return nil, err
+			}
 		}
 		c.spillName = GuestOffloads + "/" + name
 		return f, nil

@@ -55,15 +55,15 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 	if in == nil && cmd.Stdin != nil {
 		in = bytes.NewReader(cmd.Stdin)
 	}
-	if err := stdinFile(filepath.Join(dir, "in"), in, stop); err != nil {
+	if err := stdinFile(filepath.Join(dir, "in"), in, stop, s.own); err != nil {
 		return nil, err
 	}
-	outFd, err := openFIFO(filepath.Join(dir, "out"))
+	outFd, err := openFIFO(filepath.Join(dir, "out"), s.own)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(outFd)
-	errFd, err := openFIFO(filepath.Join(dir, "err"))
+	errFd, err := openFIFO(filepath.Join(dir, "err"), s.own)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (s *Session) exec(ctx context.Context, cmd Command, in io.Reader) (*Result,
 	if err := s.request("job", j.id); err != nil {
 		return nil, err
 	}
-	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput)
+	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput, s.own)
 	res := &Result{}
 	tree := func() []int {
 		<-j.started

@@ -102,9 +102,12 @@ func (p *poller) close() {
 // openFIFO makes a FIFO and opens it read-write and non-blocking: den
 // holds both ends, so opening never blocks and the reader never sees an
 // end of file while den keeps it open.
-func openFIFO(path string) (int, error) {
+func openFIFO(path string, own owner) (int, error) {
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return -1, fmt.Errorf("sandbox: mkfifo %s: %w", path, err)
+	}
+	if err := own.give(path); err != nil {
+		return -1, err
 	}
 	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {

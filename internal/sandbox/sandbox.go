@@ -95,6 +95,11 @@ type Spec struct {
 	// Cgroup, when set, names the group the sandbox's processes join. It
 	// is created by the caller and left to the caller to remove.
 	Cgroup Cgroup
+	// IDs maps the computer's user and group ids to the host's. The
+	// rootfs and every read-write bind must be owned by root inside
+	// (IDs.Root). A backend that enforces it refuses a map that would
+	// make root inside host root.
+	IDs IDMap
 }
 
 // Cgroup is the part of a control group a backend needs to place a
@@ -108,6 +113,7 @@ type Limits struct {
 	MemoryBytes int64  // 0: no limit
 	Pids        int64  // 0: no limit
 	CPUWeight   uint64 // 1..10000 (cgroup v2 weight, 100 is the default); 0: default
+	TmpBytes    int64  // size of the /tmp tmpfs; 0: the kernel's default (half the memory)
 }
 
 // Bind mounts a host path at a guest path.
@@ -116,7 +122,8 @@ type Bind struct {
 	Guest    string
 	ReadOnly bool
 	// Internal marks den's own binds (its control folder, the host
-	// command program and socket), as opposed to the user's mounts.
+	// command program and socket, the computer's session and agent
+	// folders), as opposed to the user's mounts.
 	Internal bool
 }
 

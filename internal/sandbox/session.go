@@ -76,6 +76,32 @@ type Session struct {
 
 	readerDone chan struct{}
 	startErr   chan error
+
+	own owner // who the control files belong to
+}
+
+// owner is the host uid and gid of root inside, when den must give it
+// the control files it makes (den is root); uid < 0 otherwise.
+type owner struct{ uid, gid int }
+
+func ownerOf(ids IDMap) owner {
+	uid, gid, ok := ids.Root()
+	if !ok || os.Geteuid() != 0 || uid == 0 {
+		return owner{-1, -1}
+	}
+	return owner{uid, gid}
+}
+
+// give makes path (not followed) root inside's, so the sandbox can use
+// it.
+func (o owner) give(path string) error {
+	if o.uid < 0 {
+		return nil
+	}
+	if err := unix.Lchown(path, o.uid, o.gid); err != nil {
+		return fmt.Errorf("sandbox: chown %s: %w", path, err)
+	}
+	return nil
 }
 
 // job is a process the supervisor started for den.
@@ -103,8 +129,14 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 	if opts.Log == nil {
 		opts.Log = func(string) {}
 	}
+	own := ownerOf(opts.Spec.IDs)
 	if err := os.MkdirAll(filepath.Join(opts.ControlDir, "jobs"), 0o700); err != nil {
 		return nil, fmt.Errorf("sandbox: control folder: %w", err)
+	}
+	for _, d := range []string{opts.ControlDir, filepath.Join(opts.ControlDir, "jobs")} {
+		if err := own.give(d); err != nil {
+			return nil, err
+		}
 	}
 	spec := opts.Spec
 	spec.Binds = append(append([]Bind(nil), spec.Binds...), Bind{Host: opts.ControlDir, Guest: GuestRun, ReadOnly: true, Internal: true})
@@ -143,6 +175,7 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 		jobs:       make(map[int]*job),
 		readerDone: make(chan struct{}),
 		startErr:   make(chan error, 1),
+		own:        own,
 	}
 	go s.readSupervisor()
 	select {
@@ -154,6 +187,10 @@ func Start(ctx context.Context, opts SessionOptions) (*Session, error) {
 	case <-ctx.Done():
 		s.Close()
 		return nil, ctx.Err()
+	}
+	if r, ok := proc.(interface{ Ready() }); ok {
+		// The supervisor runs: the sandbox's mounts are made.
+		r.Ready()
 	}
 	return s, nil
 }
@@ -252,6 +289,11 @@ func (s *Session) newJob() (*job, string, error) {
 		s.seq--
 		return nil, "", fmt.Errorf("sandbox: job folder: %w", err)
 	}
+	if err := s.own.give(dir); err != nil {
+		os.Remove(dir)
+		s.seq--
+		return nil, "", err
+	}
 	s.jobs[j.id] = j
 	return j, dir, nil
 }
@@ -313,12 +355,15 @@ func (s *Session) timeout(d time.Duration) (time.Duration, error) {
 // end of r reaches the command as an end of file; when stop closes
 // first (the command never read it), den opens the reading end itself
 // to release the goroutine.
-func stdinFile(path string, r io.Reader, stop <-chan struct{}) error {
+func stdinFile(path string, r io.Reader, stop <-chan struct{}, own owner) error {
 	if r == nil {
 		return os.Symlink("/dev/null", path)
 	}
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return fmt.Errorf("sandbox: mkfifo %s: %w", path, err)
+	}
+	if err := own.give(path); err != nil {
+		return err
 	}
 	opened := make(chan *os.File, 1)
 	go func() {

@@ -106,7 +106,7 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 	defer close(stop)
 	if cmd.Stdin != nil {
 		ipath := filepath.Join(sh.dir, "i"+strconv.Itoa(n))
-		if err := stdinFile(ipath, bytes.NewReader(cmd.Stdin), stop); err != nil {
+		if err := stdinFile(ipath, bytes.NewReader(cmd.Stdin), stop, sh.session.own); err != nil {
 			return nil, err
 		}
 		defer os.Remove(ipath)
@@ -118,7 +118,7 @@ func (s *Session) Run(ctx context.Context, cmd Command) (*Result, error) {
 
 	start := time.Now()
 	since := bootTicks()
-	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput)
+	capt := newCapture(s.opts.OutputLimit, s.offloadDir(cmd), cmd.OnOutput, cmd.RawOutput, s.own)
 	if _, err := sh.in.WriteString(line); err != nil {
 		// The shell is gone; start again once.
 		sh.close()
@@ -199,18 +199,18 @@ func (s *Session) startShell(ctx context.Context) (*shell, error) {
 		sh.close()
 		return nil, err
 	}
-	inFd, err := openFIFO(filepath.Join(dir, "in"))
+	inFd, err := openFIFO(filepath.Join(dir, "in"), s.own)
 	if err != nil {
 		return fail(err)
 	}
 	sh.in = os.NewFile(uintptr(inFd), "shell-in")
-	if sh.out, err = openFIFO(filepath.Join(dir, "out")); err != nil {
+	if sh.out, err = openFIFO(filepath.Join(dir, "out"), s.own); err != nil {
 		return fail(err)
 	}
-	if sh.err, err = openFIFO(filepath.Join(dir, "err")); err != nil {
+	if sh.err, err = openFIFO(filepath.Join(dir, "err"), s.own); err != nil {
 		return fail(err)
 	}
-	if sh.ctl, err = openFIFO(filepath.Join(dir, "ctl")); err != nil {
+	if sh.ctl, err = openFIFO(filepath.Join(dir, "ctl"), s.own); err != nil {
 		return fail(err)
 	}
 	if sh.poll, err = newPoller(sh.out, sh.err, sh.ctl); err != nil {

@@ -119,6 +119,7 @@ func (c *computer) put(t testing.TB, name string, data []byte) {
 	if err := os.WriteFile(p, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sandboxtest.Own(t, p) // as den gives the computer what it puts there
 }
 
 func (c *computer) get(t testing.TB, name string) []byte {

@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
 func TestExecExitCodesAndStreams(t *testing.T) {
@@ -117,7 +120,7 @@ func TestExecMounts(t *testing.T) {
 	provision(t, d, "default")
 
 	t.Run("read-write", func(t *testing.T) {
-		host := t.TempDir()
+		host := sandboxtest.UserFolder(t)
 		r := d.Run("exec", "--mount", host+":/mnt/x", "--", "sh", "-c", "echo inside > /mnt/x/new")
 		if r.Code != 0 {
 			t.Fatalf("write to a read-write mount: %v", r)
@@ -126,13 +129,35 @@ func TestExecMounts(t *testing.T) {
 		if err != nil || string(got) != "inside\n" {
 			t.Errorf("host file written inside: got %q, %v; want \"inside\\n\"", got, err)
 		}
+		// It belongs to the folder's owner, not to the computer's ids.
+		if fi, err := os.Lstat(filepath.Join(host, "new")); err == nil {
+			if uid := fi.Sys().(*syscall.Stat_t).Uid; uid != sandboxtest.FolderOwner() {
+				t.Errorf("the file the computer wrote belongs to host uid %d, not the folder's owner %d", uid, sandboxtest.FolderOwner())
+			}
+		}
+	})
+
+	t.Run("folder of host root", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("den as root only")
+		}
+		host := t.TempDir()
+		os.Chmod(host, 0o755)
+		r := d.Run("exec", "--mount", host+":/mnt/r", "--", "sh", "-c", "echo inside > /mnt/r/new")
+		if r.Code == 0 {
+			t.Errorf("the computer wrote into a folder only host root may write: %v", r)
+		}
+		if !strings.Contains(r.Stderr, "belongs to host root") {
+			t.Errorf("no warning that the folder belongs to host root: %v", r)
+		}
 	})
 
 	t.Run("read-only", func(t *testing.T) {
-		host := t.TempDir()
-		if err := os.WriteFile(filepath.Join(host, "f"), []byte("host\n"), 0o644); err != nil {
+		host := sandboxtest.UserFolder(t)
+		if err := os.WriteFile(filepath.Join(host, "f"), []byte("host\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
+		sandboxtest.GiveToUser(t, filepath.Join(host, "f"))
 		r := d.Run("exec", "--mount", host+":/mnt/y:ro", "--", "sh", "-c", "cat /mnt/y/f; echo inside > /mnt/y/f")
 		if r.Code == 0 || r.Stdout != "host\n" || !strings.Contains(r.Stderr, "Read-only file system") {
 			t.Errorf("write to a read-only mount: want the host file readable, the write failing with \"Read-only file system\"; got %v", r)

@@ -2,17 +2,28 @@
 // pid, ipc and uts namespaces (and net when the policy is off), every
 // capability dropped, and den's seccomp filter.
 //
-// den maps the sandbox's user namespace itself (bwrap waits on
-// --userns-block-fd): as root a full 65536-id identity range, so that
-// package managers that switch users work; as an ordinary user the
-// user's own uid and gid as root. While bwrap waits, den also places the
-// sandbox's first process in its control group and sets its process
-// limit, so nothing inside ever runs unconstrained.
+// The sandbox's user namespace holds only the computer's own ids
+// (Spec.IDs): bwrap makes it while its child waits on
+// --userns-block-fd, and den writes the map (as root, directly; as an
+// ordinary user with subordinate ids, through newuidmap and newgidmap;
+// otherwise the user's own uid alone). As root, den runs bwrap itself as
+// root inside's host uid, an unprivileged id, so that nothing in the
+// namespace is ever host uid 0; bind sources are staged for it (see
+// StageBase) and user mounts are idmapped so that what the computer
+// writes there belongs to the folder's owner. While bwrap waits, den
+// also places the sandbox's first process in its control group and
+// sets its process limit, so nothing inside ever runs unconstrained.
+//
+// Global kernel interfaces stay out of reach whatever the uid: /proc/sys,
+// /proc/irq, /proc/bus, /proc/fs and /proc/sysrq-trigger are read-only
+// inside, and /proc/kcore, /proc/keys, /proc/kmsg, /proc/timer_list,
+// /proc/sched_debug and /proc/acpi are masked.
 package bwrap
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +38,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/seccomp"
 )
 
@@ -40,6 +52,9 @@ type Backend struct {
 	path string
 	uid  int
 	gid  int
+
+	owners idmap.OwnerNS // user namespaces of idmapped user mounts, as root
+	sweep  sync.Once     // stale staging folders, once per backend
 
 	once    sync.Once // guards version and verErr
 	version string
@@ -121,8 +136,18 @@ func versionLess(a, b string) bool {
 	return false
 }
 
+// procReadOnly are /proc entries that change the whole kernel; they
+// are bound read-only from the host's /proc over the sandbox's own.
+var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
+
+// procMasked are /proc entries that tell about the host kernel or its
+// keys and have no use inside; files are covered with /dev/null,
+// folders with an empty read-only tmpfs.
+var procMasked = []string{"kcore", "keys", "kmsg", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi"}
+
 // Args returns bwrap's arguments for spec, before the command. Files
 // are passed as fd 3 (user namespace block), 4 (info) and 5 (seccomp).
+// Sources are used as given: Start stages them first when den is root.
 func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
 	a := []string{
 		"--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "--seccomp", "5",
@@ -137,8 +162,28 @@ func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
 	}
 	a = append(a, "--hostname", host, "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--bind", spec.Rootfs, "/",
-		"--proc", "/proc", "--dev", "/dev",
-		"--perms", "1777", "--tmpfs", "/tmp")
+		"--proc", "/proc")
+	for _, name := range procReadOnly {
+		if p := "/proc/" + name; exists(p) {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	for _, name := range procMasked {
+		p := "/proc/" + name
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			a = append(a, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
+		default:
+			a = append(a, "--ro-bind", "/dev/null", p)
+		}
+	}
+	a = append(a, "--dev", "/dev", "--perms", "1777")
+	if spec.Limits.TmpBytes > 0 {
+		a = append(a, "--size", strconv.FormatInt(spec.Limits.TmpBytes, 10))
+	}
+	a = append(a, "--tmpfs", "/tmp")
 	if spec.Network {
 		// The host's resolver configuration, fresh at every start.
 		if fi, err := os.Stat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
@@ -160,11 +205,63 @@ func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
 	return append(a, cmd.Args...)
 }
 
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// ids returns the map a sandbox of spec runs with: spec.IDs, or for an
+// ordinary user without one, the user's own ids. As root a map is
+// required, and none may make root inside host root.
+func (b *Backend) ids(spec *sandbox.Spec) (sandbox.IDMap, error) {
+	m := spec.IDs
+	if len(m.UIDs) == 0 && len(m.GIDs) == 0 {
+		if b.uid == 0 {
+			return m, fmt.Errorf("%w: bwrap: no id map for the computer: as root, den never runs a computer whose root is host root", sandbox.ErrUnavailable)
+		}
+		m = sandbox.IDMap{
+			UIDs: []sandbox.IDRange{{Inside: 0, Host: uint32(b.uid), Count: 1}},
+			GIDs: []sandbox.IDRange{{Inside: 0, Host: uint32(b.gid), Count: 1}},
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return m, fmt.Errorf("%w: bwrap: %v", sandbox.ErrUnavailable, err)
+	}
+	if b.uid != 0 && !m.Helper {
+		if len(m.UIDs) != 1 || m.UIDs[0].Count != 1 || int(m.UIDs[0].Host) != b.uid || len(m.GIDs) != 1 || m.GIDs[0].Count != 1 || int(m.GIDs[0].Host) != b.gid {
+			return m, fmt.Errorf("%w: bwrap: an ordinary user maps only its own uid and gid without newuidmap", sandbox.ErrUnavailable)
+		}
+	}
+	return m, nil
+}
+
 // Start starts a sandbox.
 func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cmd) (sandbox.Process, error) {
 	if fi, err := os.Stat(spec.Rootfs); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("bwrap: rootfs %s: not a directory", spec.Rootfs)
 	}
+	ids, err := b.ids(spec)
+	if err != nil {
+		return nil, err
+	}
+	rootUID, rootGID, _ := ids.Root()
+	var st *stage
+	if b.uid == 0 {
+		b.sweep.Do(sweepStages)
+		if spec, st, err = b.stageBinds(spec, rootUID, rootGID); err != nil {
+			return nil, err
+		}
+	}
+	p, err := b.start(spec, cmd, ids, rootUID, rootGID)
+	if err != nil {
+		st.release()
+		return nil, err
+	}
+	p.stage = st
+	return p, nil
+}
+
+func (b *Backend) start(spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap, rootUID, rootGID int) (*process, error) {
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: pipe: %w", err)
@@ -188,9 +285,15 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	if c.Env == nil {
 		c.Env = []string{}
 	}
+	c.Dir = "/"
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	c.ExtraFiles = []*os.File{blockR, infoW, filter}
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if b.uid == 0 {
+		// bwrap, and the user namespace it makes, belong to root
+		// inside's unprivileged host uid: host uid 0 is never in it.
+		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(rootUID), Gid: uint32(rootGID), Groups: []uint32{}}
+	}
 	if err := c.Start(); err != nil {
 		infoW.Close()
 		return nil, fmt.Errorf("bwrap: start: %w", err)
@@ -211,7 +314,7 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 		return nil, fmt.Errorf("%w: bwrap: %v (exit: %v)", sandbox.ErrUnavailable, err, p.waitErr)
 	}
 	p.child = child
-	if err := b.setup(child, spec); err != nil {
+	if err := b.setup(child, spec, ids); err != nil {
 		p.Kill()
 		<-p.waited
 		return nil, err
@@ -229,38 +332,63 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 
 // setup maps the user namespace of bwrap's child and constrains it,
 // while bwrap waits.
-func (b *Backend) setup(child int, spec *sandbox.Spec) error {
+func (b *Backend) setup(child int, spec *sandbox.Spec, ids sandbox.IDMap) error {
 	base := "/proc/" + strconv.Itoa(child)
 	if spec.Cgroup != nil {
 		if err := spec.Cgroup.Add(child); err != nil {
 			return fmt.Errorf("bwrap: cgroup: %w", err)
 		}
 	}
-	if b.uid == 0 {
-		if err := os.WriteFile(base+"/uid_map", []byte("0 0 65536\n"), 0); err != nil {
-			return fmt.Errorf("bwrap: uid map: %w", err)
+	switch {
+	case ids.Helper:
+		if err := runHelper("newuidmap", child, ids.UIDs); err != nil {
+			return err
 		}
-		if err := os.WriteFile(base+"/gid_map", []byte("0 0 65536\n"), 0); err != nil {
-			return fmt.Errorf("bwrap: gid map: %w", err)
+		if err := runHelper("newgidmap", child, ids.GIDs); err != nil {
+			return err
 		}
-	} else {
-		if err := os.WriteFile(base+"/setgroups", []byte("deny"), 0); err != nil {
-			return fmt.Errorf("bwrap: setgroups: %w", err)
-		}
-		if err := os.WriteFile(base+"/uid_map", fmt.Appendf(nil, "0 %d 1\n", b.uid), 0); err != nil {
-			return fmt.Errorf("bwrap: uid map: %w", err)
-		}
-		if err := os.WriteFile(base+"/gid_map", fmt.Appendf(nil, "0 %d 1\n", b.gid), 0); err != nil {
-			return fmt.Errorf("bwrap: gid map: %w", err)
-		}
-		// For an ordinary user the process count is also bounded by
-		// RLIMIT_NPROC, counted per user namespace; root is exempt
-		// from it, and relies on the control group.
-		if spec.Limits.Pids > 0 {
-			if err := limitProcs(child, uint64(spec.Limits.Pids)); err != nil {
-				return fmt.Errorf("bwrap: process limit: %w", err)
+	default:
+		if b.uid != 0 {
+			// An ordinary user may map its one gid only with
+			// setgroups denied.
+			if err := os.WriteFile(base+"/setgroups", []byte("deny"), 0); err != nil {
+				return fmt.Errorf("bwrap: setgroups: %w", err)
 			}
 		}
+		if err := os.WriteFile(base+"/uid_map", []byte(sandbox.Lines(ids.UIDs)), 0); err != nil {
+			return fmt.Errorf("bwrap: uid map: %w", err)
+		}
+		if err := os.WriteFile(base+"/gid_map", []byte(sandbox.Lines(ids.GIDs)), 0); err != nil {
+			return fmt.Errorf("bwrap: gid map: %w", err)
+		}
+	}
+	// The process count is also bounded by RLIMIT_NPROC, counted per
+	// user in the sandbox's user namespace: a second bound beside the
+	// control group, and the only one without cgroups.
+	if spec.Limits.Pids > 0 {
+		err := limitProcs(child, uint64(spec.Limits.Pids))
+		// Root without CAP_SYS_RESOURCE (den in a container) may not
+		// set another uid's limits; the control group still bounds it.
+		if err != nil && !(b.uid == 0 && errors.Is(err, unix.EPERM)) {
+			return fmt.Errorf("bwrap: process limit: %w", err)
+		}
+	}
+	return nil
+}
+
+// runHelper writes a map of child's user namespace with newuidmap or
+// newgidmap.
+func runHelper(name string, child int, rs []sandbox.IDRange) error {
+	bin, err := idmap.LookHelper(name)
+	if err != nil {
+		return fmt.Errorf("%w: bwrap: %s not found: install uidmap, or remove your ranges from /etc/subuid and /etc/subgid", sandbox.ErrUnavailable, name)
+	}
+	args := []string{strconv.Itoa(child)}
+	for _, r := range rs {
+		args = append(args, strconv.FormatUint(uint64(r.Inside), 10), strconv.FormatUint(uint64(r.Host), 10), strconv.FormatUint(uint64(r.Count), 10))
+	}
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%w: bwrap: %s %s: %v: %s", sandbox.ErrUnavailable, name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
@@ -292,12 +420,14 @@ func readInfo(r io.Reader) (int, error) {
 }
 
 type process struct {
-	cmd     *exec.Cmd
-	child   int    // host pid of pid 1 inside the sandbox
-	ns      string // the sandbox's pid namespace
-	waited  chan struct{}
-	waitErr error
-	once    sync.Once
+	cmd       *exec.Cmd
+	stage     *stage // staged bind sources, as root; released once the sandbox holds its copies
+	child     int    // host pid of pid 1 inside the sandbox
+	ns        string // the sandbox's pid namespace
+	waited    chan struct{}
+	waitErr   error
+	once      sync.Once
+	stageOnce sync.Once
 }
 
 func (p *process) Pid() int { return p.cmd.Process.Pid }
@@ -354,7 +484,14 @@ func (p *process) Kill() error {
 
 func (p *process) Wait() error {
 	<-p.waited
+	p.Ready()
 	return p.waitErr
+}
+
+// Ready tells the process that the sandbox is up, its mounts made: the
+// staged sources are detached (the sandbox keeps its own copies).
+func (p *process) Ready() {
+	p.stageOnce.Do(p.stage.release)
 }
 
 // Check reports whether bwrap can start sandboxes here: the binary and
@@ -367,10 +504,16 @@ func (b *Backend) Check(ctx context.Context) []sandbox.Check {
 	} else {
 		out = append(out, sandbox.Check{Name: "bwrap", OK: true, Detail: b.path + " " + v})
 	}
-	out = append(out, userNSChecks(b.uid)...)
+	// As root, den runs bwrap as the computer's unprivileged uid: the
+	// checks and the trial are an unprivileged user's.
+	out = append(out, userNSChecks()...)
 	out = append(out, seccompCheck())
 	trial := exec.CommandContext(ctx, b.path, "--unshare-all", "--unshare-user", "--die-with-parent",
 		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--cap-drop", "ALL", "true")
+	trial.Dir = "/"
+	if b.uid == 0 {
+		trial.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+	}
 	msg, err := trial.CombinedOutput()
 	c := sandbox.Check{Name: "bwrap trial start", OK: err == nil, Fatal: true}
 	if err != nil {
@@ -400,7 +543,7 @@ func readSysctl(path string) (string, bool) {
 	return strings.TrimSpace(string(b)), true
 }
 
-func userNSChecks(uid int) []sandbox.Check {
+func userNSChecks() []sandbox.Check {
 	var out []sandbox.Check
 	c := sandbox.Check{Name: "user namespaces", OK: true, Fatal: true}
 	if v, ok := readSysctl("/proc/sys/user/max_user_namespaces"); ok {
@@ -415,17 +558,15 @@ func userNSChecks(uid int) []sandbox.Check {
 		c.Fix = "use a kernel with CONFIG_USER_NS, or the proot backend (no isolation)"
 	}
 	out = append(out, c)
-	if uid != 0 {
-		if v, ok := readSysctl("/proc/sys/kernel/unprivileged_userns_clone"); ok && v == "0" {
-			out = append(out, sandbox.Check{Name: "unprivileged user namespaces", Fatal: true,
-				Detail: "kernel.unprivileged_userns_clone=0",
-				Fix:    "sysctl -w kernel.unprivileged_userns_clone=1"})
-		}
-		if v, ok := readSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && v == "1" {
-			out = append(out, sandbox.Check{Name: "AppArmor user-namespace restriction", OK: true,
-				Detail: "kernel.apparmor_restrict_unprivileged_userns=1: bwrap needs an AppArmor profile that allows userns",
-				Fix:    "install an AppArmor profile for bwrap with `userns,` (see docs/sandbox.md)"})
-		}
+	if v, ok := readSysctl("/proc/sys/kernel/unprivileged_userns_clone"); ok && v == "0" {
+		out = append(out, sandbox.Check{Name: "unprivileged user namespaces", Fatal: true,
+			Detail: "kernel.unprivileged_userns_clone=0",
+			Fix:    "sysctl -w kernel.unprivileged_userns_clone=1"})
+	}
+	if v, ok := readSysctl("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && v == "1" {
+		out = append(out, sandbox.Check{Name: "AppArmor user-namespace restriction", OK: true,
+			Detail: "kernel.apparmor_restrict_unprivileged_userns=1: bwrap needs an AppArmor profile that allows userns",
+			Fix:    "install an AppArmor profile for bwrap with `userns,` (see docs/sandbox.md)"})
 	}
 	return out
 }

@@ -16,6 +16,9 @@ const (
 	StageExtract   Stage = "extract"
 	StageSetup     Stage = "setup"
 	StageFallback  Stage = "fallback"
+	// StageOwners is den giving a tree to the computer's own user ids
+	// (reported by the caller that moves them).
+	StageOwners Stage = "owners"
 )
 
 // Progress is one report. Done and Total count bytes when Total > 0; byte

@@ -89,6 +89,17 @@ type Info struct {
 	// Checksum is the verified digest of the downloaded archive, as
 	// "sha256:HEX", when there was one.
 	Checksum string `json:"checksum,omitempty"`
+	// Owner is the host uid and gid of the computer's root, once den
+	// has given the tree to the computer's own ids; nil in a tree whose
+	// owners are the inside ids themselves (provisioned as root and not
+	// moved yet, or made before computers had ids of their own).
+	Owner *Owner `json:"owner,omitempty"`
+}
+
+// Owner is a host uid and gid.
+type Owner struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // WriteInfo stores info as JSON at file, atomically.

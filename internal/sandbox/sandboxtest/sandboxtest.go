@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
 )
 
@@ -40,26 +41,114 @@ var (
 	rootOnce sync.Once
 	rootDir  string
 	rootErr  error
+
+	idsOnce sync.Once
+	ids     sandbox.IDMap
+	idsErr  error
 )
+
+// IDs returns the id map test computers run with: den's own choice for
+// the user the test runs as (as root, a range recorded once per machine
+// under the temp dir, as den records its own under the data dir).
+func IDs(t testing.TB) sandbox.IDMap {
+	t.Helper()
+	idsOnce.Do(func() {
+		dir := filepath.Join(os.TempDir(), "den-sandboxtest-"+strconv.Itoa(os.Getuid()))
+		if idsErr = os.MkdirAll(dir, 0o755); idsErr == nil {
+			ids, idsErr = idmap.For(dir)
+		}
+	})
+	if idsErr != nil {
+		t.Fatalf("id map: %v", idsErr)
+	}
+	return ids
+}
+
+// Own gives host folders a test binds read-write into a computer to
+// root inside, as den gives its computers their folders.
+func Own(t testing.TB, paths ...string) {
+	t.Helper()
+	uid, gid, _ := IDs(t).Root()
+	if os.Geteuid() != 0 {
+		return
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// FolderUID is the host owner of the user folders tests bind when they
+// run as root: a uid no account and no computer has.
+const FolderUID = 4242
+
+// FolderOwner is the host uid that owns UserFolder's folders.
+func FolderOwner() uint32 {
+	if os.Geteuid() == 0 {
+		return FolderUID
+	}
+	return uint32(os.Geteuid())
+}
+
+// UserFolder returns a new folder as a user of den would mount it: owned
+// by FolderOwner, mode 0700.
+func UserFolder(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	GiveToUser(t, d)
+	return d
+}
+
+// GiveToUser makes paths FolderOwner's.
+func GiveToUser(t testing.TB, paths ...string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return
+	}
+	for _, p := range paths {
+		if err := os.Lchown(p, FolderUID, FolderUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // Rootfs returns a busybox rootfs, provisioned once per user and
 // machine under the temp dir and shared by the test binaries (they write
-// only below /workspace, /tmp and /root). Provisioning is atomic, so
-// test binaries running at once agree on one tree.
+// only below /workspace, /tmp and /root), owned by the computer's ids
+// (IDs). Provisioning is atomic, so test binaries running at once agree
+// on one tree.
 func Rootfs(t testing.TB) string {
 	t.Helper()
 	Need(t, "busybox", "busybox-static")
+	m := IDs(t)
 	rootOnce.Do(func() {
-		rootDir = filepath.Join(os.TempDir(), "den-sandboxtest-"+strconv.Itoa(os.Getuid()), "rootfs")
+		uid, _, _ := m.Root()
+		base := filepath.Join(os.TempDir(), "den-sandboxtest-"+strconv.Itoa(os.Getuid()))
+		rootDir = filepath.Join(base, "rootfs-"+strconv.Itoa(uid))
 		if _, err := os.Stat(filepath.Join(rootDir, "bin", "busybox")); err == nil {
 			return
 		}
-		if rootErr = os.MkdirAll(filepath.Dir(rootDir), 0o755); rootErr != nil {
+		if rootErr = os.MkdirAll(base, 0o755); rootErr != nil {
 			return
 		}
-		_, rootErr = rootfs.Provision(context.Background(), rootDir, rootfs.Source{Kind: rootfs.Busybox}, rootfs.Options{})
-		if errors.Is(rootErr, rootfs.ErrExists) {
-			rootErr = nil
+		tmp, err := os.MkdirTemp(base, ".rootfs-")
+		if err != nil {
+			rootErr = err
+			return
+		}
+		defer os.RemoveAll(tmp)
+		dir := filepath.Join(tmp, "rootfs")
+		if _, rootErr = rootfs.Provision(context.Background(), dir, rootfs.Source{Kind: rootfs.Busybox}, rootfs.Options{}); rootErr != nil {
+			return
+		}
+		if os.Geteuid() == 0 {
+			if _, rootErr = idmap.Shift(dir, idmap.Identity, m, nil); rootErr != nil {
+				return
+			}
+		}
+		if err := os.Rename(dir, rootDir); err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, unix.ENOTEMPTY) {
+			rootErr = err
 		}
 	})
 	if rootErr != nil {
@@ -89,10 +178,12 @@ func Start(t testing.TB, b sandbox.Backend, opts ...Option) *Env {
 			t.Fatal(err)
 		}
 	}
+	Own(t, e.Workspace, e.Offloads)
 	o := sandbox.SessionOptions{
 		Backend: b,
 		Spec: sandbox.Spec{
 			Rootfs:  Rootfs(t),
+			IDs:     IDs(t),
 			Network: true,
 			Binds: []sandbox.Bind{
 				{Host: e.Workspace, Guest: sandbox.GuestWorkspace},

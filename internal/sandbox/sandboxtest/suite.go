@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +67,9 @@ func RunSuite(t *testing.T, newBackend func(t testing.TB) sandbox.Backend, caps 
 			{"EscapeMount", escapeMount},
 			{"EscapeNetworkOff", escapeNetwork},
 			{"EscapeCapabilities", escapeCaps},
+			{"EscapeHostRoot", escapeHostRoot},
+			{"EscapeKernelSettings", escapeKernelSettings},
+			{"EscapeSetuidPlant", escapeSetuidPlant},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tc.fn(t, newBackend(t))
@@ -382,8 +388,9 @@ func testCloseKills(t *testing.T, b sandbox.Backend) {
 }
 
 func testMounts(t *testing.T, b sandbox.Backend) {
-	rw := t.TempDir()
-	os.WriteFile(filepath.Join(rw, "in.txt"), []byte("from host\n"), 0o644)
+	rw := UserFolder(t)
+	os.WriteFile(filepath.Join(rw, "in.txt"), []byte("from host\n"), 0o600)
+	GiveToUser(t, filepath.Join(rw, "in.txt"))
 	e := Start(t, b, func(o *sandbox.SessionOptions) {
 		o.Spec.Binds = append(o.Spec.Binds, sandbox.Bind{Host: rw, Guest: "/mnt/rw"})
 	})
@@ -393,6 +400,13 @@ func testMounts(t *testing.T, b sandbox.Backend) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(rw, "out.txt")); string(b) != "written\n" {
 		t.Errorf("write did not reach the host: %q", b)
+	}
+	// What the computer writes in a user's folder is the user's.
+	if fi, err := os.Lstat(filepath.Join(rw, "out.txt")); err == nil {
+		uid := fi.Sys().(*syscall.Stat_t).Uid
+		if want := FolderOwner(); uid != want && b.Tier() != sandbox.TierNone {
+			t.Errorf("a file the computer wrote into a user's folder belongs to host uid %d, not to the folder's owner %d", uid, want)
+		}
 	}
 	if _, err := sandbox.ParseMount("/definitely/not/here:/mnt/x"); !errors.Is(err, sandbox.ErrBadMount) {
 		t.Errorf("missing host path: %v", err)
@@ -445,8 +459,9 @@ func escapeReadHost(t *testing.T, b sandbox.Backend) {
 }
 
 func escapeReadOnly(t *testing.T, b sandbox.Backend) {
-	ro := t.TempDir()
+	ro := UserFolder(t)
 	os.WriteFile(filepath.Join(ro, "keep.txt"), []byte("original\n"), 0o644)
+	GiveToUser(t, filepath.Join(ro, "keep.txt"))
 	e := Start(t, b, func(o *sandbox.SessionOptions) {
 		o.Spec.Binds = append(o.Spec.Binds, sandbox.Bind{Host: ro, Guest: "/mnt/ro", ReadOnly: true})
 	})
@@ -538,4 +553,173 @@ func escapeCaps(t *testing.T, b sandbox.Backend) {
 			t.Errorf("capabilities left: %q", line)
 		}
 	}
+}
+
+// escapeHostRoot: root inside is never host root. Every process of the
+// sandbox runs as a host uid and gid other than 0, and what root inside
+// writes is owned by one.
+func escapeHostRoot(t *testing.T, b sandbox.Backend) {
+	e := Start(t, b)
+	r := e.Run(t, "id -u; echo x > /workspace/mine; sleep 30 & echo started")
+	if !strings.HasPrefix(r.Output, "0\n") {
+		t.Fatalf("not root inside: %q", r.Output)
+	}
+	members, err := e.Session.Process().Members()
+	if err != nil || len(members) == 0 {
+		t.Fatalf("members: %v %v", members, err)
+	}
+	for _, pid := range members {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) >= 5 && (f[0] == "Uid:" || f[0] == "Gid:") {
+				for _, id := range f[1:] {
+					if id == "0" {
+						t.Errorf("process %d of the sandbox has host %s %s", pid, f[0], strings.Join(f[1:], " "))
+					}
+				}
+			}
+		}
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(e.Workspace, "mine"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Uid == 0 || st.Gid == 0 {
+		t.Errorf("a file root inside wrote belongs to host %d:%d", st.Uid, st.Gid)
+	}
+}
+
+// escapeKernelSettings: sysctls and the other global kernel interfaces
+// of /proc cannot be changed or read from inside, whatever the uid.
+func escapeKernelSettings(t *testing.T, b sandbox.Backend) {
+	const knob = "/proc/sys/vm/stat_interval" // harmless, global
+	before, err := os.ReadFile(knob)
+	if err != nil {
+		t.Skipf("%s: %v", knob, err)
+	}
+	want := "7\n"
+	if string(before) == want {
+		want = "9\n"
+	}
+	t.Cleanup(func() { os.WriteFile(knob, before, 0) })
+	// core_pattern is written back with its own value: a write that
+	// gets through proves the escape and changes nothing.
+	e := Start(t, b)
+	r := e.Run(t, "echo "+strings.TrimSpace(want)+" > "+knob+" && echo CHANGED; cat /proc/sys/kernel/core_pattern > /tmp/cp && cat /tmp/cp > /proc/sys/kernel/core_pattern && echo CORE; "+
+		"echo h > /proc/sysrq-trigger 2>/dev/null && echo SYSRQ; head -c 16 /proc/kcore 2>/dev/null | wc -c; cat /proc/keys 2>/dev/null | wc -l; "+
+		"mount -o remount,rw /proc/sys 2>/dev/null && echo REMOUNTED; grep ' /proc/sys ' /proc/self/mounts")
+	after, _ := os.ReadFile(knob)
+	if string(after) != string(before) || strings.Contains(r.Output, "CHANGED") {
+		t.Errorf("a host sysctl changed from inside: %s -> %s (%q)", before, after, r.Output)
+	}
+	for _, bad := range []string{"CORE", "SYSRQ", "REMOUNTED"} {
+		if strings.Contains(r.Output, bad) {
+			t.Errorf("%s from inside: %q", bad, r.Output)
+		}
+	}
+	if !strings.Contains(r.Output, " ro,") && !strings.Contains(r.Output, " ro ") {
+		t.Errorf("/proc/sys is not mounted read-only inside: %q", r.Output)
+	}
+	for _, n := range strings.Fields(r.Output) {
+		if n != "0" && !strings.HasPrefix(n, "proc") && strings.Trim(n, "0123456789") == "" {
+			t.Errorf("read %s bytes or lines of /proc/kcore or /proc/keys: %q", n, r.Output)
+		}
+	}
+}
+
+// escapeSetuidPlant: a program the computer makes setuid, in its
+// workspace or in a user's read-write folder, gives whoever runs it on
+// the host no one's rights but the folder owner's or the computer's
+// own unprivileged uid, never root's.
+func escapeSetuidPlant(t *testing.T, b sandbox.Backend) {
+	helper := euidHelper(t)
+	shared := filepath.Join(os.TempDir(), "den-setuid-"+strconv.Itoa(os.Getpid()))
+	if err := os.Mkdir(shared, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	folder := filepath.Join(shared, "notes")
+	os.Mkdir(folder, 0o755)
+	GiveToUser(t, folder)
+	e := Start(t, b, func(o *sandbox.SessionOptions) {
+		o.Spec.Binds = append(o.Spec.Binds, sandbox.Bind{Host: folder, Guest: "/mnt/notes"},
+			sandbox.Bind{Host: filepath.Dir(helper), Guest: "/mnt/helper", ReadOnly: true})
+	})
+	r := e.Run(t, "cp /mnt/helper/euid /mnt/notes/plant && chmod 6755 /mnt/notes/plant; cp /mnt/helper/euid /workspace/plant && chmod 6755 /workspace/plant; ls -ln /mnt/notes/plant /workspace/plant")
+	t.Logf("inside: %s", r.Output)
+	for _, plant := range []string{filepath.Join(folder, "plant"), filepath.Join(e.Workspace, "plant")} {
+		fi, err := os.Lstat(plant)
+		if err != nil {
+			t.Fatalf("no plant on the host: %v (%q)", err, r.Output)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid == 0 || st.Gid == 0 {
+			t.Errorf("%s, planted from inside, belongs to host %d:%d", plant, st.Uid, st.Gid)
+		}
+		if plant == filepath.Join(folder, "plant") && st.Uid != FolderOwner() {
+			t.Errorf("the plant belongs to host uid %d, not the folder's owner %d", st.Uid, FolderOwner())
+		}
+		if os.Geteuid() != 0 {
+			continue // the computer's root is this user: nothing more to give
+		}
+		// Run it as another account, as a plant is meant to be used.
+		run := exec.Command(plant)
+		run.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: []uint32{}}}
+		out, err := run.CombinedOutput()
+		if plant != filepath.Join(folder, "plant") {
+			// The workspace is under den's private data dir: others
+			// cannot even reach it. Here it is a test folder.
+			if err != nil {
+				continue
+			}
+		} else if err != nil {
+			t.Fatalf("running the plant as nobody: %v: %s", err, out)
+		}
+		if f := strings.Fields(string(out)); len(f) != 2 || f[0] == "0" || f[1] == "0" {
+			t.Errorf("a setuid program planted from inside ran on the host as %q (file %v %d:%d)", out, fi.Mode(), st.Uid, st.Gid)
+		}
+	}
+}
+
+var (
+	helperOnce sync.Once
+	helperPath string
+	helperErr  error
+)
+
+// euidHelper builds, once per test binary, a static program that prints
+// its effective uid and gid, in a folder anyone may read.
+func euidHelper(t testing.TB) string {
+	t.Helper()
+	helperOnce.Do(func() {
+		gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(gobin); err != nil {
+			if gobin, helperErr = exec.LookPath("go"); helperErr != nil {
+				return
+			}
+		}
+		dir, err := os.MkdirTemp("", "den-euid-")
+		if err != nil {
+			helperErr = err
+			return
+		}
+		os.Chmod(dir, 0o755)
+		src := filepath.Join(dir, "main.go")
+		os.WriteFile(src, []byte("package main\n\nimport (\"fmt\"\n\t\"os\"\n)\n\nfunc main() { fmt.Println(os.Geteuid(), os.Getegid()) }\n"), 0o644)
+		cmd := exec.Command(gobin, "build", "-o", filepath.Join(dir, "euid"), src)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=", "GO111MODULE=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helperErr = fmt.Errorf("build: %v: %s", err, out)
+			return
+		}
+		os.Remove(src)
+		helperPath = filepath.Join(dir, "euid")
+	})
+	if helperErr != nil {
+		t.Fatalf("euid helper: %v", helperErr)
+	}
+	return helperPath
 }
