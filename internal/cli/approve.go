@@ -125,24 +125,67 @@ func approvalsCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().StringVar(&agentName, "agent", "", "only this agent's approvals")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.AddCommand(approvalShowCmd(g))
 	return c
 }
 
-// callLine shows a call as a command line, its arguments quoted where
-// they need it and cut when long.
+// callLine shows a call as a command line, each argument escaped and
+// quoted where it needs it, long ones cut saying how much is left.
 func callLine(command string, args []string) string {
-	var b strings.Builder
-	b.WriteString(command)
-	for _, a := range args {
-		if r := []rune(a); len(r) > 80 {
-			a = string(r[:77]) + "..."
-		}
-		b.WriteByte(' ')
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`|&;<>()*?#~") {
-			fmt.Fprintf(&b, "%q", a)
-		} else {
-			b.WriteString(a)
-		}
+	return permission.CallLine(command, args, 80)
+}
+
+// approvalShowCmd is den approvals show ID: one approval in full, every
+// argument whole (escaped), what it changes and what an answer covers.
+func approvalShowCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one approval in full: every argument, the change, and what an answer covers",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			a, err := st.GetApproval(cmd.Context(), strings.TrimSpace(args[0]))
+			if errors.Is(err, store.ErrNotFound) {
+				return usageError{fmt.Errorf("no approval %q (den approvals lists the pending ones)", args[0])}
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(a)
+			}
+			p := permission.Printable
+			fmt.Fprintf(g.stdout, "approval %s: %s", p(a.ID), a.Status)
+			if a.Status != store.ApprovalPending {
+				fmt.Fprintf(g.stdout, " (scope %s, by %s, %s)", a.Scope, p(a.DecidedBy), a.Decided.Local().Format(time.RFC3339))
+			}
+			fmt.Fprintf(g.stdout, "\nagent:   %s\nsession: %s\ncommand: %s %s\n", p(a.Agent), p(a.Session), p(a.Command), p(a.Action))
+			if a.Subject != "" {
+				fmt.Fprintf(g.stdout, "subject: %s\n", permission.ShowArg(a.Subject, 0))
+			}
+			if a.Detail != "" {
+				fmt.Fprintf(g.stdout, "change:  %s\n", p(a.Detail))
+			}
+			fmt.Fprintf(g.stdout, "call:    %s\n", permission.CallLine(a.Command, a.Args, 0))
+			for i, arg := range a.Args {
+				fmt.Fprintf(g.stdout, "  arg %d (%d bytes): %s\n", i+1, len(arg), permission.ShowArg(arg, 0))
+			}
+			covers := a.Command + " " + a.Action
+			if a.Subject != "" {
+				covers += " of " + permission.ShowArg(a.Subject, 0)
+			} else {
+				covers += " (any arguments)"
+			}
+			fmt.Fprintf(g.stdout, "an answer with scope session covers %s in session %s; always covers it in every session of agent %s\n",
+				p(covers), p(a.Session), p(a.Agent))
+			return nil
+		},
 	}
-	return b.String()
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
 }

@@ -157,9 +157,9 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 		view.newline()
 		switch e := e.(type) {
 		case *hostsvc.NotifyEvent:
-			fmt.Fprintf(view.w, "  🔔 %s: %s\n", e.Title, e.Message)
+			fmt.Fprintf(view.w, "  🔔 %s: %s\n", permission.Printable(e.Title), permission.PrintableLines(e.Message))
 		case *hostsvc.OpenEvent:
-			fmt.Fprintf(view.w, "  ↗ open %s\n", e.Target)
+			fmt.Fprintf(view.w, "  ↗ open %s\n", permission.Printable(e.Target))
 		case *hostsvc.SpeechEvent:
 			fmt.Fprintf(view.w, "  🔊 %s\n", e.Path)
 		}
@@ -340,7 +340,7 @@ func terminalQuestions(w io.Writer, mu *sync.Mutex, newline func(), readLine fun
 	prompt := func(ctx context.Context, a *permission.ApprovalRequest) (permission.Answer, error) {
 		mu.Lock()
 		newline()
-		fmt.Fprintf(w, "! %s\n  allow? [y]es once / [s]ession / [a]lways / [N]o (or den approve %s elsewhere): ", a.Question(), a.ID)
+		fmt.Fprintf(w, "! %s\n  allow? [y]es once / [s]ession: %s, for this session / [a]lways: %s, in every session / [N]o\n  (or den approve %s elsewhere; den approvals show %s prints it all): ", a.Question(), a.Covers, a.Covers, a.ID, a.ID)
 		mu.Unlock()
 		l, ok := readLine(ctx)
 		if !ok {

@@ -3,13 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/agent/ctxwin"
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/models/retry"
@@ -47,30 +47,26 @@ func (s summaryStore) AddSummary(ctx context.Context, id string, sum ctxwin.Summ
 	return s.st.AddSummary(ctx, id, store.Summary{UpToMessageID: sum.UpToMessageID, Text: sum.Text, Compacted: compacted})
 }
 
-// offloadSaver writes into the host side of the session's /den/offloads.
-type offloadSaver struct{ dir string }
+// offloadSaver writes into the host side of the session's /den/offloads,
+// a folder the computer can change at any moment: through hostfs, so
+// that nothing it plants there is followed, the file is new, and it is
+// the computer's root's.
+type offloadSaver struct {
+	dir   string
+	owner *hostfs.Owner
+}
 
 func (s offloadSaver) Save(ctx context.Context, name string, data []byte) (string, error) {
 	if name != filepath.Base(name) || strings.HasPrefix(name, ".") {
 		return "", fmt.Errorf("offload: bad name %q", name)
 	}
-	f, err := os.CreateTemp(s.dir, ".offload-*")
+	d, err := hostfs.OpenDirNamed(s.dir, ctxwin.OffloadDir)
 	if err != nil {
 		return "", fmt.Errorf("offload: %w", err)
 	}
-	_, werr := f.Write(data)
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(f.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), filepath.Join(s.dir, name))
-	}
-	if werr != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("offload %s: %w", name, werr)
+	defer d.Close()
+	if err := d.WriteFile(name, data, 0o644, s.owner, false); err != nil {
+		return "", fmt.Errorf("offload %s: %w", name, err)
 	}
 	return ctxwin.OffloadDir + "/" + name, nil
 }
@@ -78,14 +74,14 @@ func (s offloadSaver) Save(ctx context.Context, name string, data []byte) (strin
 // contextFor builds a session's context management: the first target's
 // window, offloads into the session's folder, and summaries by the same
 // model chain (their usage recorded as compaction).
-func contextFor(st *store.Store, sessionID, offloads string, t models.Target, chain *retry.Model, system string, tools []llm.Tool) *agent.Context {
+func contextFor(st *store.Store, sessionID, offloads string, owner *hostfs.Owner, t models.Target, chain *retry.Model, system string, tools []llm.Tool) *agent.Context {
 	w := &ctxwin.Window{
 		Budget:     ctxwin.Budget(t.Info.ContextWindow, t.Info.MaxOutput),
 		Model:      t.Ref,
 		Calibrator: &ctxwin.Calibrator{},
 		System:     system,
 		Tools:      tools,
-		Saver:      offloadSaver{dir: offloads},
+		Saver:      offloadSaver{dir: offloads, owner: owner},
 	}
 	w.Summarize = func(ctx context.Context, msgs []llm.Message) (string, llm.Usage, error) {
 		var c llm.Collector

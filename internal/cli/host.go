@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
-	"strings"
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/hostcmd"
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
@@ -45,39 +46,42 @@ func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Prompt: faces.prompt,
 		Mode:   faces.mode,
 	})
-	sdir := comp.SessionDir(session)
-	fs := hostsvc.GuestFS{Rootfs: comp.Rootfs()}
-	for _, d := range sandbox.SessionDirs {
-		fs.Binds = append(fs.Binds, hostsvc.GuestBind{Host: filepath.Join(sdir, d.Name), Guest: d.Guest})
-	}
-	for _, m := range o.Mounts {
-		fs.Binds = append(fs.Binds, hostsvc.GuestBind{Host: m.Host, Guest: m.Guest})
-	}
 	svc := &hostsvc.Service{
-		Emit:           func(e hostsvc.Event) { faces.emit(e) },
-		Ask:            faces.ask,
-		Sessions:       hostSessions{st: st},
-		Models:         hostModels{res: &models.Resolver{Config: cfg}, allowed: ac.AllowedModels, st: st, session: session},
-		Config:         hostConfig{path: firstNonEmpty(cfg.Path(), config.DefaultPath())},
-		AttachmentsDir: filepath.Join(sdir, "attachments"),
-		Files:          fs,
+		Emit:        func(e hostsvc.Event) { faces.emit(e) },
+		Ask:         faces.ask,
+		Sessions:    hostSessions{st: st},
+		Models:      hostModels{res: &models.Resolver{Config: cfg}, allowed: ac.AllowedModels, st: st, session: session},
+		Config:      hostConfig{path: firstNonEmpty(cfg.Path(), config.DefaultPath())},
+		Attachments: filepath.Join(comp.SessionDir(session), "attachments"),
 	}
+	var files hostsvc.GuestFS
+	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {
+		return nil, nil, policy, nil, err
+	}
+	svc.Files = files
 	mux := hostcmd.NewMux()
 	for _, cmd := range hostsvc.Commands() {
 		mux.HandleFunc(cmd.Name, cmd.Usage, func(ctx context.Context, call *hostcmd.Call) int {
 			format, args := hostcmd.ParseCommon(call.Args)
-			action := cmd.Action(args)
-			req := permission.Request{Session: call.Session.Session, Command: cmd.Name, Action: action, Subject: subject(cmd.Name, action, args), Args: args}
+			req := permission.Request{Session: call.Session.Session, Command: cmd.Name, Args: args}
+			// One parse: the gate decides on the plan that runs.
+			p, bad := cmd.Parse(svc, &hostsvc.Call{Agent: call.Session.Agent, Session: call.Session.Session, Args: args, Cwd: call.Cwd, Stdin: call.Stdin})
+			if bad != nil {
+				req.Action = bad.Action
+				code := hostcmd.Write(call.Stdout, envelope(cmd.Name, *bad), format)
+				gate.Reject(ctx, req, code)
+				return code
+			}
+			req.Action, req.Subject, req.Detail = p.Action, p.Subject, p.Detail
 			pc, code, err := gate.Do(ctx, req, func(ctx context.Context) int {
-				r := cmd.Run(svc, ctx, &hostsvc.Call{Agent: call.Session.Agent, Session: call.Session.Session, Args: args, Cwd: call.Cwd, Stdin: call.Stdin})
-				return hostcmd.Write(call.Stdout, envelope(cmd.Name, r), format)
+				return hostcmd.Write(call.Stdout, envelope(cmd.Name, p.Run(ctx)), format)
 			})
 			switch {
 			case err != nil:
-				return hostcmd.Write(call.Stdout, hostcmd.Fail(cmd.Name, action, hostcmd.CodeInternalError, err.Error()), format)
+				return hostcmd.Write(call.Stdout, hostcmd.Fail(cmd.Name, p.Action, hostcmd.CodeInternalError, err.Error()), format)
 			case pc.Decision == permission.Deny:
-				return hostcmd.Write(call.Stdout, hostcmd.Fail(cmd.Name, action, hostcmd.CodeDenied,
-					fmt.Sprintf("%s %s was denied (%s)", cmd.Name, action, pc.By)), format)
+				return hostcmd.Write(call.Stdout, hostcmd.Fail(cmd.Name, p.Action, hostcmd.CodeDenied,
+					fmt.Sprintf("%s %s was denied (%s)", cmd.Name, p.Action, pc.By)), format)
 			}
 			return code
 		})
@@ -86,22 +90,46 @@ func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 	return &computer.HostCommands{Broker: broker, Shim: shim, Names: hostcmd.LinkNames()}, gate, policy, func() { broker.Close() }, nil
 }
 
-// subject is what an action acts on, when the policy looks at it.
-func subject(cmd, action string, args []string) string {
-	switch {
-	case cmd == "den-open" && len(args) > 0:
-		return args[len(args)-1]
-	case cmd == "den-model" && action == "run":
-		for i, a := range args {
-			if a == "--model" && i+1 < len(args) {
-				return args[i+1]
-			}
-			if v, ok := strings.CutPrefix(a, "--model="); ok {
-				return v
-			}
-		}
+// computerOwner is who files den makes for the computer must belong
+// to: root inside, when den is root (nil otherwise: den's own ids are
+// the computer's root's).
+func computerOwner(comp *computer.Computer) *hostfs.Owner {
+	ids, err := comp.Manager().IDs()
+	uid, gid, ok := ids.Root()
+	if err != nil || !ok || os.Geteuid() != 0 {
+		return nil
 	}
-	return ""
+	return &hostfs.Owner{UID: uid, GID: gid}
+}
+
+// guestFS is how host commands read the session's computer: every
+// folder as the computer's root could read it (a user's folder as its
+// owner, when the computer sees the owner as its root). It also
+// returns who files den makes for the computer must belong to.
+func guestFS(comp *computer.Computer, session string, o computer.SessionOptions) (hostsvc.GuestFS, *hostfs.Owner, error) {
+	if _, err := comp.Manager().IDs(); err != nil {
+		return hostsvc.GuestFS{}, nil, err
+	}
+	fs := hostsvc.GuestFS{Rootfs: comp.Rootfs()}
+	owner := computerOwner(comp)
+	if owner != nil {
+		fs.As = &hostfs.Identity{UID: owner.UID, GID: owner.GID}
+	}
+	sdir := comp.SessionDir(session)
+	for _, d := range sandbox.SessionDirs {
+		fs.Binds = append(fs.Binds, hostsvc.GuestBind{Host: filepath.Join(sdir, d.Name), Guest: d.Guest})
+	}
+	for _, d := range sandbox.AgentDirs {
+		fs.Binds = append(fs.Binds, hostsvc.GuestBind{Host: comp.AgentDir(d.Name), Guest: d.Guest})
+	}
+	for _, m := range o.Mounts {
+		b := hostsvc.GuestBind{Host: m.Host, Guest: m.Guest}
+		if ou, og, ok := comp.Manager().FolderOwner(m.Host); ok {
+			b.As = &hostfs.Identity{UID: ou, GID: og}
+		}
+		fs.Binds = append(fs.Binds, b)
+	}
+	return fs, owner, nil
 }
 
 func envelope(tool string, r hostsvc.Result) hostcmd.Envelope {

@@ -143,14 +143,35 @@ func (h hostModels) Run(ctx context.Context, r hostsvc.ModelRequest) (hostsvc.Mo
 		OutputTokens: turn.Usage.OutputTokens, CostUSD: cost}, nil
 }
 
-// hostConfig gives den-config the config file; secrets stay masked.
+// hostConfig gives den-config the config file: reads with secrets
+// masked, and the few settings an agent may change in its own section
+// (config.AgentSettable), each change planned, shown and then made
+// exactly, through the TOML encoder.
 type hostConfig struct{ path string }
 
 func (h hostConfig) Get(key string) (string, error) { return config.Get(h.path, key) }
 
-func (h hostConfig) Set(key, value string) (string, error) {
-	if config.Secret(key) {
-		return "", fmt.Errorf("%s holds a secret: den-config does not set secrets; the user can, with den config set", key)
+func (h hostConfig) Plan(agent, key, value string) (string, func() (string, error), error) {
+	set, err := config.AgentSettable(agent, key)
+	if err != nil {
+		return "", nil, err
 	}
-	return config.Set(h.path, key, value)
+	if err := set.Check(value); err != nil {
+		return "", nil, err
+	}
+	ch, err := config.PlanSet(h.path, set.Key, value)
+	if err != nil {
+		return "", nil, err
+	}
+	apply := func() (string, error) {
+		done, err := config.SetValueIf(h.path, set.Key, value, ch)
+		if err != nil {
+			return "", err
+		}
+		if !done.OldSet {
+			return "", nil
+		}
+		return done.Old, nil
+	}
+	return ch.String(), apply, nil
 }

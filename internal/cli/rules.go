@@ -5,6 +5,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"den.dev/den/internal/permission"
 )
 
 // rulesCmd lists and forgets the "always" answers given to approvals.
@@ -29,18 +31,23 @@ func rulesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AGENT\tCOMMAND\tACTION\tDECISION\tSINCE")
+			fmt.Fprintln(tw, "AGENT\tCOMMAND\tACTION\tSUBJECT\tDECISION\tSINCE")
 			for _, r := range rules {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Agent, r.Command, r.Action, r.Decision, r.Created.Local().Format("2006-01-02 15:04"))
+				subject := "(none)"
+				if r.Subject != "" {
+					subject = permission.ShowArg(r.Subject, permission.MaxShownArg)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", permission.Printable(r.Agent), permission.Printable(r.Command), permission.Printable(r.Action),
+					subject, r.Decision, r.Created.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()
 		},
 	}
 	list.Flags().StringVar(&agentName, "agent", "", "only this agent's")
-	var forgetAgent string
+	var forgetAgent, forgetSubject string
 	forget := &cobra.Command{
-		Use:   "forget COMMAND [ACTION]",
-		Short: "Forget a standing answer; the next call asks again",
+		Use:   "forget COMMAND [ACTION] [--subject S]",
+		Short: "Forget standing answers (every subject's, or --subject's); the next call asks again",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := g.openStore()
@@ -52,7 +59,11 @@ func rulesCmd(g *globals) *cobra.Command {
 			if len(args) == 2 {
 				action = args[1]
 			}
-			ok, err := st.DeleteRule(cmd.Context(), forgetAgent, args[0], action)
+			var subject *string
+			if cmd.Flags().Changed("subject") {
+				subject = &forgetSubject
+			}
+			ok, err := st.DeleteRule(cmd.Context(), forgetAgent, args[0], action, subject)
 			if err != nil {
 				return err
 			}
@@ -64,6 +75,7 @@ func rulesCmd(g *globals) *cobra.Command {
 		},
 	}
 	forget.Flags().StringVar(&forgetAgent, "agent", "default", "agent")
+	forget.Flags().StringVar(&forgetSubject, "subject", "", "only the answer for this subject (the model, key, session, … den rules list shows)")
 	c.AddCommand(list, forget)
 	return c
 }

@@ -288,7 +288,7 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		Store:     st,
 		Tools:     tools,
 		System:    system,
-		Context:   contextFor(st, sess.ID, filepath.Join(comp.SessionDir(sess.ID), "offloads"), r.targets[0], chain, system, tools.Specs()),
+		Context:   contextFor(st, sess.ID, filepath.Join(comp.SessionDir(sess.ID), "offloads"), computerOwner(comp), r.targets[0], chain, system, tools.Specs()),
 		MaxTurns:  f.maxTurns,
 		Thinking:  thinking,
 		Budget:    budget,

@@ -30,6 +30,9 @@ var allowed = map[string][]string{
 	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan"},
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
+	"hostfs":              {"hostfs"},
+	"sandbox/idmap":       {"sandbox"},
+	"sandbox/netns":       {"sandbox/netns"},
 }
 
 func TestBoundaries(t *testing.T) {

@@ -2,27 +2,36 @@ package hostsvc
 
 import (
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"den.dev/den/internal/hostfs"
 )
 
 // GuestFS reads files of a computer from the host, by their paths
 // inside it: a path under a bound folder reads from the folder's host
-// side, anything else from the rootfs. Reads never leave the rootfs or
-// the folder: symlinks are followed only inside them (os.Root).
+// side, anything else from the rootfs. Reads go through hostfs: no
+// symbolic link is followed (the caller gets an error saying so), no
+// FIFO or device is opened, and the kernel checks permissions as the
+// computer's root through that folder (As), so a file the computer
+// could not read itself is not read for it.
 type GuestFS struct {
 	Rootfs string
+	As     *hostfs.Identity // the computer's root; nil: den's own ids
 	Binds  []GuestBind
 }
 
-// GuestBind is a host folder seen at a guest path.
-type GuestBind struct{ Host, Guest string }
+// GuestBind is a host folder seen at a guest path, read as As (the
+// folder's owner when the computer sees that owner as its root; nil
+// means GuestFS.As).
+type GuestBind struct {
+	Host, Guest string
+	As          *hostfs.Identity
+}
 
 // MaxFileBytes bounds what a host command reads from the computer.
-const MaxFileBytes = 32 << 20
+const MaxFileBytes = maxFileRead
 
 // ReadFile reads a file by its path inside the computer.
 func (g GuestFS) ReadFile(guest string) ([]byte, error) {
@@ -32,47 +41,23 @@ func (g GuestFS) ReadFile(guest string) ([]byte, error) {
 	guest = path.Clean(guest)
 	binds := append([]GuestBind(nil), g.Binds...)
 	sort.Slice(binds, func(i, j int) bool { return len(binds[i].Guest) > len(binds[j].Guest) })
-	base, rel := g.Rootfs, strings.TrimPrefix(guest, "/")
+	base, prefix, rel, as := g.Rootfs, "/", strings.TrimPrefix(guest, "/"), g.As
 	for _, b := range binds {
 		if guest == b.Guest || strings.HasPrefix(guest, b.Guest+"/") {
-			base, rel = b.Host, strings.TrimPrefix(strings.TrimPrefix(guest, b.Guest), "/")
+			base, prefix, rel = b.Host, b.Guest, strings.TrimPrefix(strings.TrimPrefix(guest, b.Guest), "/")
+			if b.As != nil {
+				as = b.As
+			}
 			break
 		}
 	}
 	if rel == "" {
 		return nil, fmt.Errorf("%s: is a directory", guest)
 	}
-	root, err := os.OpenRoot(base)
+	d, err := hostfs.OpenDirNamed(base, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", guest, err)
 	}
-	defer root.Close()
-	f, err := root.Open(filepath.FromSlash(rel))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", guest, unwrapPath(err))
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", guest, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", guest)
-	}
-	if fi.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("%s: %d bytes is more than the %d a host command reads", guest, fi.Size(), MaxFileBytes)
-	}
-	b := make([]byte, fi.Size())
-	n, err := f.ReadAt(b, 0)
-	if err != nil && n != len(b) {
-		return nil, fmt.Errorf("%s: %w", guest, err)
-	}
-	return b[:n], nil
-}
-
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
+	defer d.Close()
+	return d.ReadFileAs(rel, MaxFileBytes, as)
 }

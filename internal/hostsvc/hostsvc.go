@@ -3,24 +3,32 @@
 // the user's face, notify, ask the user, call a model, read other
 // sessions, read or change den's settings, use the clipboard, speak).
 // The transport, the JSON envelope and the permission gate are
-// elsewhere (hostcmd, permission); each command here parses its
-// arguments like a well-made Unix tool and returns data or a coded
-// error.
+// elsewhere (hostcmd, permission).
+//
+// Everything a call carries comes from the computer, which may be
+// hostile. So each command is split in two: Parse reads the arguments
+// once, strictly (a flag given twice is an error, values are checked
+// against what the host programs accept), and returns a Plan: the
+// action, the subject and the exact effect the permission gate decides
+// on, and the function that runs exactly that. Nothing is parsed twice,
+// so the gate can never decide on one reading and the command run on
+// another. Files named by the computer are read through GuestFS (as the
+// computer's own ids, never following a symlink); files den writes
+// for it go through hostfs.
 package hostsvc
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
+	"unicode/utf8"
 
 	"den.dev/den/internal/hostcmd"
+	"den.dev/den/internal/hostfs"
 )
 
 // Error codes of the envelope (hostcmd's, under shorter names).
@@ -47,7 +55,8 @@ func fail(action, code, format string, args ...any) Result {
 }
 
 // Event is what a command raises for the faces: *OpenEvent,
-// *NotifyEvent or *SpeechEvent.
+// *NotifyEvent or *SpeechEvent. Their text comes from the computer:
+// faces show it through permission.Printable.
 type Event interface{ isHostEvent() }
 
 // OpenEvent asks the faces to open a URL or a file of the computer.
@@ -84,8 +93,11 @@ type Service struct {
 	Models Models
 	// Config reads and changes den's settings.
 	Config Config
-	// AttachmentsDir is the host side of the session's /den/attachments.
-	AttachmentsDir string
+	// Attachments is the host side of the session's /den/attachments,
+	// where den-speak saves audio; Owner is who files den makes there
+	// must belong to (root inside), nil when den's own ids are right.
+	Attachments string
+	Owner       *hostfs.Owner
 	// Files reads files of the computer by their paths inside it.
 	Files interface {
 		ReadFile(guestPath string) ([]byte, error)
@@ -101,144 +113,200 @@ func (s *Service) lookPath(name string) (string, error) {
 	return exec.LookPath(name)
 }
 
-// Command describes one host command for --help and dispatch.
+// Plan is a parsed call: what the permission gate decides on, and what
+// runs if it allows the call.
+type Plan struct {
+	// Action is the command's action ("run", "set"; "" for commands
+	// without actions).
+	Action string
+	// Subject is what the action acts on, for the policy and for the
+	// reach of an approval (see permission.Request).
+	Subject string
+	// Detail is the exact effect, for the person asked ("" when the
+	// command line says it all).
+	Detail string
+	// Run does it, with what Parse read.
+	Run func(ctx context.Context) Result
+}
+
+// Command describes one host command.
 type Command struct {
 	Name    string
 	Aliases []string
 	Usage   string
-	Run     func(s *Service, ctx context.Context, c *Call) Result
-	// Action names the action of a call for the permission gate.
-	Action func(args []string) string
+	// Parse reads a call's arguments. It returns the call's plan, or a
+	// result (invalid_args, not_available) when there is nothing to run.
+	Parse func(s *Service, c *Call) (*Plan, *Result)
 }
 
 // Commands lists den's host commands.
 func Commands() []Command {
 	return []Command{
 		{Name: "den-open", Aliases: []string{"xdg-open", "x-www-browser", "sensible-browser", "www-browser"},
-			Usage:  "den-open URL|PATH\n  Open a web address, or a file of this computer, in the user's face.",
-			Run:    (*Service).open,
-			Action: func([]string) string { return "open" }},
+			Usage: "den-open URL|PATH\n  Open a web address, or a file of this computer, in the user's face.",
+			Parse: (*Service).parseOpen},
 		{Name: "den-notify", Usage: "den-notify [--title T] MESSAGE\n  Show the user a notification.",
-			Run: (*Service).notify, Action: func([]string) string { return "notify" }},
+			Parse: (*Service).parseNotify},
 		{Name: "den-ask", Usage: "den-ask [--choices a,b,c | --confirm] QUESTION\n  Ask the user and print the answer.",
-			Run: (*Service).ask, Action: func([]string) string { return "ask" }},
+			Parse: (*Service).parseAsk},
 		{Name: "den-model", Usage: "den-model list\nden-model run --model REF [--prompt T | --prompt-file F] [--system T] [--image PATH] [--max-tokens N] [--json]\n  List the models den may call, or call one (the prompt is read from standard input when not given).",
-			Run: (*Service).model, Action: firstWord},
+			Parse: (*Service).parseModel},
 		{Name: "den-sessions", Usage: "den-sessions list | search QUERY | show ID | send ID MESSAGE\n  Read or write the agent's other sessions.",
-			Run: (*Service).sessions, Action: firstWord},
-		{Name: "den-config", Usage: "den-config get [KEY] | set KEY VALUE\n  Read or change den's settings (secrets are never printed).",
-			Run: (*Service).config, Action: firstWord},
+			Parse: (*Service).parseSessions},
+		{Name: "den-config", Usage: "den-config get [KEY] | set KEY VALUE\n  Read den's settings (secrets are never printed), or change one of the few an agent may: " +
+			"agents.<agent>.model and agents.<agent>.instructions of its own agent.",
+			Parse: (*Service).parseConfig},
 		{Name: "den-clipboard", Usage: "den-clipboard read | write [TEXT]\n  Read or write the host's clipboard (write reads standard input without TEXT).",
-			Run: (*Service).clipboard, Action: firstWord},
+			Parse: (*Service).parseClipboard},
 		{Name: "den-speak", Usage: "den-speak [--voice V] TEXT\n  Speak TEXT into an audio file in /den/attachments and play it to the user.",
-			Run: (*Service).speak, Action: func([]string) string { return "speak" }},
+			Parse: (*Service).parseSpeak},
 	}
 }
 
-func firstWord(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") {
-			return a
-		}
-	}
-	return ""
+// Limits on what a call may carry; beyond them a call is refused,
+// never cut.
+const (
+	maxText     = 16 << 10 // a message, question or text to speak
+	maxTitle    = 256
+	maxTarget   = 8 << 10
+	maxChoices  = 20
+	maxChoice   = 200
+	maxStdin    = 1 << 20 // a prompt or clipboard text read from standard input
+	maxSpeech   = 64 << 20
+	maxFileRead = 32 << 20
+)
+
+// flags is a strict flag set: a flag given twice is an error (the first
+// and the last would otherwise disagree about what runs), as is any
+// value with a NUL byte or invalid UTF-8.
+type flags struct {
+	fs  *flag.FlagSet
+	set map[string]bool
 }
 
-// flags parses a command's flags the Go way, turning errors into an
-// invalid_args result.
-func flags(action string, fs *flag.FlagSet, args []string) (rest []string, bad *Result) {
+func newFlags(name string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		r := fail(action, CodeInvalidArgs, "%v", err)
-		return nil, &r
-	}
-	return fs.Args(), nil
+	return &flags{fs: fs, set: map[string]bool{}}
 }
 
-func (s *Service) open(ctx context.Context, c *Call) Result {
-	args, bad := flags("open", flag.NewFlagSet("den-open", flag.ContinueOnError), c.Args)
-	if bad != nil {
-		return *bad
-	}
-	if len(args) != 1 || strings.TrimSpace(args[0]) == "" {
-		return fail("open", CodeInvalidArgs, "want one URL or path")
-	}
-	target := args[0]
-	if !strings.Contains(target, "://") && !strings.HasPrefix(target, "mailto:") && !filepath.IsAbs(target) {
-		target = filepath.Join(c.Cwd, target)
-	}
-	s.Emit(&OpenEvent{Target: target})
-	return ok("open", map[string]string{"target": target})
+type onceValue struct {
+	f     *flags
+	name  string
+	apply func(string) error
+	str   func() string
+	bool  bool
 }
 
-func (s *Service) notify(ctx context.Context, c *Call) Result {
-	fs := flag.NewFlagSet("den-notify", flag.ContinueOnError)
-	title := fs.String("title", "den", "title")
-	args, bad := flags("notify", fs, c.Args)
-	if bad != nil {
-		return *bad
+func (v *onceValue) Set(s string) error {
+	if v.f.set[v.name] {
+		return fmt.Errorf("given more than once")
 	}
-	msg := strings.TrimSpace(strings.Join(args, " "))
-	if msg == "" {
-		return fail("notify", CodeInvalidArgs, "no message")
+	v.f.set[v.name] = true
+	if strings.ContainsRune(s, 0) || !utf8.ValidString(s) {
+		return fmt.Errorf("not text (a NUL byte or invalid UTF-8)")
 	}
-	s.Emit(&NotifyEvent{Title: *title, Message: msg})
-	desktop := false
-	if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
-		if p, err := s.lookPath("notify-send"); err == nil {
-			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			desktop = exec.CommandContext(ctx, p, "--app-name=den", *title, msg).Run() == nil
-			cancel()
-		}
+	return v.apply(s)
+}
+func (v *onceValue) String() string {
+	if v.str == nil {
+		return ""
 	}
-	return ok("notify", map[string]any{"title": *title, "message": msg, "desktop": desktop})
+	return v.str()
+}
+func (v *onceValue) IsBoolFlag() bool { return v.bool }
+
+func (f *flags) String(name, usage string) *string {
+	p := new(string)
+	f.fs.Var(&onceValue{f: f, name: name, apply: func(s string) error { *p = s; return nil }, str: func() string { return *p }}, name, usage)
+	return p
 }
 
-func (s *Service) ask(ctx context.Context, c *Call) Result {
-	fs := flag.NewFlagSet("den-ask", flag.ContinueOnError)
-	choices := fs.String("choices", "", "comma-separated choices")
-	confirm := fs.Bool("confirm", false, "a yes/no question")
-	args, bad := flags("ask", fs, c.Args)
-	if bad != nil {
-		return *bad
+func (f *flags) Int(name, usage string) *int {
+	p := new(int)
+	f.fs.Var(&onceValue{f: f, name: name, apply: func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("not a whole number")
+		}
+		*p = n
+		return nil
+	}}, name, usage)
+	return p
+}
+
+func (f *flags) Bool(name, usage string) *bool {
+	p := new(bool)
+	f.fs.Var(&onceValue{f: f, name: name, bool: true, apply: func(s string) error {
+		switch s {
+		case "true", "1":
+			*p = true
+		case "false", "0":
+			*p = false
+		default:
+			return fmt.Errorf("want true or false")
+		}
+		return nil
+	}}, name, usage)
+	return p
+}
+
+// parse parses args; errors become an invalid_args result.
+func (f *flags) parse(action string, args []string) ([]string, *Result) {
+	if err := f.fs.Parse(args); err != nil {
+		return nil, invalid(action, "%v", err)
 	}
-	q := strings.TrimSpace(strings.Join(args, " "))
-	if q == "" {
-		return fail("ask", CodeInvalidArgs, "no question")
-	}
-	if *confirm && *choices != "" {
-		return fail("ask", CodeInvalidArgs, "--choices and --confirm exclude each other")
-	}
-	var opts []string
-	if *confirm {
-		opts = []string{"yes", "no"}
-	} else if *choices != "" {
-		for _, o := range strings.Split(*choices, ",") {
-			if o = strings.TrimSpace(o); o != "" {
-				opts = append(opts, o)
-			}
+	for _, a := range f.fs.Args() {
+		if strings.ContainsRune(a, 0) || !utf8.ValidString(a) {
+			return nil, invalid(action, "an argument is not text (a NUL byte or invalid UTF-8)")
 		}
 	}
-	if s.Ask == nil {
-		return fail("ask", CodeNotAvailable, "no one can answer: den runs without a terminal or a connected face")
+	return f.fs.Args(), nil
+}
+
+func invalid(action, format string, args ...any) *Result {
+	r := fail(action, CodeInvalidArgs, format, args...)
+	return &r
+}
+
+func unavailable(action, format string, args ...any) *Result {
+	r := fail(action, CodeNotAvailable, format, args...)
+	return &r
+}
+
+// plan makes a Plan.
+func plan(action, subject, detail string, run func(ctx context.Context) Result) (*Plan, *Result) {
+	return &Plan{Action: action, Subject: subject, Detail: detail, Run: run}, nil
+}
+
+// checkText refuses text longer than max bytes, saying so.
+func checkText(action, what, s string, max int) *Result {
+	if len(s) > max {
+		return invalid(action, "%s is %d bytes: the most a host command takes is %d", what, len(s), max)
 	}
-	answer, err := s.Ask(ctx, q, opts)
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return fail("ask", CodeNoData, "the user did not answer in time")
-	case err != nil:
-		return fail("ask", CodeNoData, "%v", err)
+	return nil
+}
+
+// readAll reads at most max bytes of r; more is an error, never a silent
+// cut.
+func readAll(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
 	}
-	if len(opts) > 0 {
-		found := false
-		for _, o := range opts {
-			if strings.EqualFold(o, answer) {
-				answer, found = o, true
-			}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("more than %d bytes on standard input", max)
+	}
+	return b, nil
+}
+
+// hasControl reports characters that have no place in a one-line value
+// (a URL, a title): control characters, including newlines.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return true
 		}
-		if !found {
-			return fail("ask", CodeNoData, "the answer %q is not one of the choices", answer)
-		}
 	}
-	return ok("ask", map[string]string{"question": q, "answer": answer})
+	return false
 }

@@ -3,8 +3,6 @@ package hostsvc
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,24 +45,40 @@ func (f fakeConfig) Get(k string) (string, error) {
 	}
 	return "", errors.New("no such key")
 }
-func (f fakeConfig) Set(k, v string) (string, error) { old := f[k]; f[k] = v; return old, nil }
+func (f fakeConfig) Plan(agent, k, v string) (string, func() (string, error), error) {
+	if k != "agents."+agent+".model" {
+		return "", nil, errors.New(k + " is not a setting an agent may change")
+	}
+	return k + ": " + f[k] + " → " + v, func() (string, error) { old := f[k]; f[k] = v; return old, nil }, nil
+}
 
-func run(t *testing.T, s *Service, name string, args []string, stdin string) Result {
+// parse finds a command and parses a call of it.
+func parse(t *testing.T, s *Service, name string, args []string, stdin string) (*Plan, *Result) {
 	t.Helper()
 	for _, c := range Commands() {
 		if c.Name == name {
-			return c.Run(s, context.Background(), &Call{Agent: "a", Session: "s1", Args: args, Cwd: "/workspace", Stdin: strings.NewReader(stdin)})
+			return c.Parse(s, &Call{Agent: "a", Session: "s1", Args: args, Cwd: "/workspace", Stdin: strings.NewReader(stdin)})
 		}
 	}
 	t.Fatalf("no command %s", name)
-	return Result{}
+	return nil, nil
+}
+
+// run parses and, when there is a plan, runs it.
+func run(t *testing.T, s *Service, name string, args []string, stdin string) Result {
+	t.Helper()
+	p, bad := parse(t, s, name, args, stdin)
+	if bad != nil {
+		return *bad
+	}
+	return p.Run(context.Background())
 }
 
 func TestCommands(t *testing.T) {
 	var events []Event
 	sess := &fakeSessions{}
 	models := &fakeModels{}
-	s := &Service{Emit: func(e Event) { events = append(events, e) }, Sessions: sess, Models: models, Config: fakeConfig{"agents.default.model": `"x/y"`},
+	s := &Service{Emit: func(e Event) { events = append(events, e) }, Sessions: sess, Models: models, Config: fakeConfig{"agents.a.model": `"x/y"`},
 		LookPath: func(string) (string, error) { return "", errors.New("missing") }}
 
 	if r := run(t, s, "den-open", []string{"report.html"}, ""); r.Code != "" || events[0].(*OpenEvent).Target != "/workspace/report.html" {
@@ -113,7 +127,7 @@ func TestCommands(t *testing.T) {
 	if r := run(t, s, "den-model", []string{"run", "--prompt", "x"}, ""); r.Code != CodeInvalidArgs {
 		t.Errorf("model without --model: %+v", r)
 	}
-	if r := run(t, s, "den-config", []string{"set", "agents.default.model", "a/b"}, ""); r.Code != "" || r.Data.(map[string]string)["old"] != `"x/y"` {
+	if r := run(t, s, "den-config", []string{"set", "agents.a.model", "a/b"}, ""); r.Code != "" || r.Data.(map[string]string)["old"] != `"x/y"` {
 		t.Errorf("config set: %+v", r)
 	}
 	if r := run(t, s, "den-config", []string{"get", "nope"}, ""); r.Code != CodeNoData {
@@ -126,32 +140,5 @@ func TestCommands(t *testing.T) {
 	}
 	if r := run(t, s, "den-speak", []string{"hello"}, ""); r.Code != CodeNotAvailable {
 		t.Errorf("speak without espeak-ng: %+v", r)
-	}
-}
-
-func TestGuestFS(t *testing.T) {
-	root := t.TempDir()
-	ws := t.TempDir()
-	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
-	os.WriteFile(filepath.Join(root, "etc", "motd"), []byte("rootfs file"), 0o644)
-	os.WriteFile(filepath.Join(ws, "a.txt"), []byte("workspace file"), 0o644)
-	secret := filepath.Join(t.TempDir(), "secret")
-	os.WriteFile(secret, []byte("host secret"), 0o600)
-	os.Symlink(secret, filepath.Join(ws, "escape"))
-	os.Symlink("../../../../../../"+secret, filepath.Join(root, "etc", "rel-escape"))
-	g := GuestFS{Rootfs: root, Binds: []GuestBind{{Host: ws, Guest: "/workspace"}}}
-	if b, err := g.ReadFile("/etc/motd"); err != nil || string(b) != "rootfs file" {
-		t.Errorf("rootfs: %q %v", b, err)
-	}
-	if b, err := g.ReadFile("/workspace/a.txt"); err != nil || string(b) != "workspace file" {
-		t.Errorf("bind: %q %v", b, err)
-	}
-	for _, p := range []string{"/workspace/escape", "/etc/rel-escape", "/workspace/../../" + secret} {
-		if b, err := g.ReadFile(p); err == nil || strings.Contains(string(b), "host secret") {
-			t.Errorf("%s escaped: %q %v", p, b, err)
-		}
-	}
-	if _, err := g.ReadFile("/etc"); err == nil {
-		t.Error("read a directory")
 	}
 }

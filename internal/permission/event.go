@@ -21,8 +21,8 @@ type Scope string
 // The scopes.
 const (
 	Once    Scope = "once"    // this call only
-	Session Scope = "session" // this command and action, for the rest of the session
-	Always  Scope = "always"  // this command and action for the agent, in every session
+	Session Scope = "session" // this command, action and subject, for the rest of the session
+	Always  Scope = "always"  // this command, action and subject for the agent, in every session
 )
 
 // ParseScope parses "once", "session" or "always"; "" is Once.
@@ -45,17 +45,39 @@ type ApprovalRequest struct {
 	Session string    `json:"session"`
 	Command string    `json:"command"`
 	Action  string    `json:"action,omitempty"`
-	Subject string    `json:"subject,omitempty"` // model ref, URL, … (redacted)
-	Args    []string  `json:"args"`              // secrets redacted
+	Subject string    `json:"subject,omitempty"` // what the call acts on: model ref, URL, key, … (redacted)
+	Detail  string    `json:"detail,omitempty"`  // the exact effect, such as `agents.default.model: "a" → "b"` (redacted)
+	Args    []string  `json:"args"`              // secrets redacted, whole
 	Scopes  []Scope   `json:"scopes"`            // the scopes an answer may take
+	Covers  string    `json:"covers"`            // what an answer with scope session or always covers, in words
 	Expires time.Time `json:"expires"`           // unanswered by then, the call is denied
 }
 
 // Question is the request in one line for a person, such as
-// `agent "default" wants to run: den-config set model x`.
+// `agent "default" wants to run: den-config set agents.default.model x
+// (agents.default.model: "a" → "x")`. Every character that could change
+// how the line shows is escaped, and long arguments are cut saying how
+// much is left (den approvals show ID prints all of it).
 func (r *ApprovalRequest) Question() string {
-	line := strings.TrimSpace(r.Command + " " + strings.Join(r.Args, " "))
-	return fmt.Sprintf("agent %q wants to run: %s", r.Agent, line)
+	q := fmt.Sprintf("agent %s wants to run: %s", ShowArg(r.Agent, 0), CallLine(r.Command, r.Args, MaxShownArg))
+	if r.Detail != "" {
+		q += " (" + Printable(r.Detail) + ")"
+	}
+	return q
+}
+
+// covers says what a session or always answer to r will cover.
+func (r *ApprovalRequest) covers() string {
+	what := r.Command
+	if r.Action != "" {
+		what += " " + r.Action
+	}
+	if r.Subject != "" {
+		what += " of " + ShowArg(r.Subject, MaxShownArg)
+	} else {
+		what += " (any arguments)"
+	}
+	return Printable(what)
 }
 
 // ApprovalResolved says an approval request got its answer (from any

@@ -36,6 +36,7 @@ const (
 	ByTimeout    By = "timeout"    // nobody answered in time
 	ByCanceled   By = "canceled"   // the call was canceled while waiting
 	ByError      By = "error"      // the gate failed (a store error)
+	ByInvalid    By = "invalid"    // the arguments did not parse: refused before any decision
 )
 
 // Mode is what the gate does with a call whose decision is ask.
@@ -60,7 +61,7 @@ type Store interface {
 	CreateApproval(ctx context.Context, a store.Approval) (store.Approval, error)
 	GetApproval(ctx context.Context, id string) (store.Approval, error)
 	AnswerApproval(ctx context.Context, id string, ans store.ApprovalAnswer) (store.Approval, error)
-	SessionAnswer(ctx context.Context, agent, session, command, action string) (store.Approval, bool, error)
+	SessionAnswer(ctx context.Context, agent, session, command, action, subject string) (store.Approval, bool, error)
 	Rules(ctx context.Context, agent string) ([]store.Rule, error)
 	AddAudit(ctx context.Context, e store.AuditEntry) (int64, error)
 }
@@ -101,12 +102,22 @@ type Options struct {
 // Request is one host-command call as den received it. Everything in it
 // comes from the sandbox except Session, which den knows from the
 // socket the call arrived on; nothing in it can approve the call.
+//
+// Action, Subject and Detail come from the same parse of Args that the
+// command runs on, so the gate decides on what will actually run.
 type Request struct {
-	Session string   // the calling session's id
-	Command string   // "den-model"
-	Action  string   // "run"; "" for commands without actions
-	Subject string   // what the action acts on, when the policy needs it: the model ref of den-model run, the target of den-open
-	Args    []string // argv after the command name, as given (redacted before it is stored or shown)
+	Session string // the calling session's id
+	Command string // "den-model"
+	Action  string // "run"; "" for commands without actions
+	// Subject is what the action acts on: the model ref of den-model
+	// run, the target of den-open, the key of den-config set, the
+	// session of den-sessions send. The policy decides on it, and an
+	// answer with scope session or always covers this subject only.
+	Subject string
+	// Detail is the exact effect, for the person asked, such as
+	// `agents.default.model: "a" → "b"`.
+	Detail string
+	Args   []string // argv after the command name, as given (redacted before it is stored or shown)
 }
 
 // Gate decides one agent's host-command calls: by policy, by earlier
@@ -224,15 +235,23 @@ func (c *Call) Finish(ctx context.Context, exitCode int) error {
 	return nil
 }
 
+// Reject records a call refused before any decision (its arguments did
+// not parse) in the audit log, as denied, with the exit code returned.
+func (g *Gate) Reject(ctx context.Context, r Request, exitCode int) error {
+	c := &Call{Request: r, gate: g, args: Redact(r.Args), arrived: time.Now(), Decision: Deny, By: ByInvalid}
+	c.started = c.arrived
+	return c.Finish(ctx, exitCode)
+}
+
 // recall turns an ask into the answer given earlier with scope session
-// (in this session) or always (a rule), if there is one. Earlier
-// answers never override the policy's allow or deny: the user's config
-// stays in charge.
+// (in this session) or always (a rule), for the same command, action
+// and subject, if there is one. Earlier answers never override the
+// policy's allow or deny: the user's config stays in charge.
 func (g *Gate) recall(ctx context.Context, c *Call) error {
 	if c.Decision != Ask {
 		return nil
 	}
-	a, ok, err := g.st.SessionAnswer(ctx, g.agent, c.Session, c.Command, c.Action)
+	a, ok, err := g.st.SessionAnswer(ctx, g.agent, c.Session, c.Command, c.Action, c.Subject)
 	if err != nil {
 		return err
 	}
@@ -245,7 +264,7 @@ func (g *Gate) recall(ctx context.Context, c *Call) error {
 		return err
 	}
 	for _, r := range rules {
-		if r.Command == c.Command && r.Action == c.Action && r.Decision != string(Ask) {
+		if r.Command == c.Command && r.Action == c.Action && r.Subject == c.Subject && r.Decision != string(Ask) {
 			c.Decision, c.By, c.Scope = Decision(r.Decision), ByRule, Always
 			return nil
 		}
@@ -263,9 +282,10 @@ func (g *Gate) ask(ctx context.Context, c *Call) error {
 		c.Decision, c.By = Deny, ByUnattended
 		return nil
 	}
+	detail := RedactText(c.Detail)
 	a, err := g.st.CreateApproval(ctx, store.Approval{
 		Agent: g.agent, Session: c.Session, Command: c.Command, Action: c.Action,
-		Args: c.args, Expires: time.Now().Add(g.o.Timeout),
+		Subject: RedactText(c.Subject), Detail: detail, Args: c.args, Expires: time.Now().Add(g.o.Timeout),
 	})
 	if err != nil {
 		return err
@@ -277,8 +297,9 @@ func (g *Gate) ask(ctx context.Context, c *Call) error {
 	}
 	req := &ApprovalRequest{
 		ID: a.ID, Agent: g.agent, Session: c.Session, Command: c.Command, Action: c.Action,
-		Subject: cut(RedactText(c.Subject)), Args: c.args, Scopes: scopes, Expires: a.Expires,
+		Subject: RedactText(c.Subject), Detail: detail, Args: c.args, Scopes: scopes, Expires: a.Expires,
 	}
+	req.Covers = req.covers()
 	g.emit(req)
 	a, err = g.wait(ctx, a, req)
 	if a.Status != store.ApprovalPending {

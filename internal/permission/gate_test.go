@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -408,5 +409,51 @@ func TestFinishOnce(t *testing.T) {
 	}
 	if audit, _ := st.ListAudit(context.Background(), store.AuditFilter{}, 0); len(audit) != 1 {
 		t.Errorf("%d audit rows, want 1", len(audit))
+	}
+}
+
+// TestAnswersCoverTheirSubject: a "session" or "always" answer covers
+// the command, action and subject it was given for; the same command
+// with another subject (another key, another model, another session)
+// asks again.
+func TestAnswersCoverTheirSubject(t *testing.T) {
+	st, _ := openStore(t)
+	var asked []*ApprovalRequest
+	var mu sync.Mutex
+	prompt := func(ctx context.Context, r *ApprovalRequest) (Answer, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, r)
+		return Answer{Approve: true, Scope: Session}, nil
+	}
+	g := New(st, "a", Policy{}, Options{Prompt: prompt})
+	model := Request{Session: "s1", Command: CmdConfig, Action: "set", Subject: "agents.a.model", Detail: `agents.a.model: "x" → "y"`, Args: []string{"set", "agents.a.model", "y"}}
+	check(t, g, model)
+	if c := check(t, g, model); c.By != BySession || len(asked) != 1 {
+		t.Fatalf("the same subject was asked again: %+v", c)
+	}
+	if asked[0].Detail != model.Detail || !strings.Contains(asked[0].Covers, "agents.a.model") {
+		t.Errorf("the question does not say what it changes and covers: %+v", asked[0])
+	}
+	trust := model
+	trust.Subject, trust.Args = "agents.a.trust", []string{"set", "agents.a.trust", "full"}
+	if c := check(t, g, trust); c.By != ByUser || len(asked) != 2 {
+		t.Errorf("a session answer for agents.a.model allowed agents.a.trust unasked: %+v", c)
+	}
+
+	// always, for den-model run: one model's rule is not another's.
+	prompt2 := func(ctx context.Context, r *ApprovalRequest) (Answer, error) {
+		return Answer{Approve: true, Scope: Always}, nil
+	}
+	g2 := New(st, "a", Policy{}, Options{Prompt: prompt2})
+	run := Request{Session: "s1", Command: CmdModel, Action: "run", Subject: "openai/gpt-5-mini", Args: []string{"run", "--model", "openai/gpt-5-mini"}}
+	check(t, g2, run)
+	unattended := New(st, "a", Policy{}, Options{Mode: DenyAsks})
+	if c := check(t, unattended, run); c.By != ByRule || c.Decision != Allow {
+		t.Errorf("the rule does not cover its model: %+v", c)
+	}
+	run.Subject = "openai/gpt-5"
+	if c := check(t, unattended, run); c.Decision != Deny || c.By != ByUnattended {
+		t.Errorf("a rule for gpt-5-mini allowed gpt-5: %+v", c)
 	}
 }

@@ -1,18 +1,12 @@
 package permission
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
-	"unicode/utf8"
 )
 
 // Redacted replaces a secret in what the gate stores and shows.
 const Redacted = "[redacted]"
-
-// maxArg is the most of one argument the audit log and approval
-// requests keep; the rest is cut and its length noted.
-const maxArg = 1024
 
 // secretWords are the words of a flag, variable or setting name that
 // mark its value as a secret. Names are split on - _ . and case changes
@@ -81,7 +75,8 @@ var plainName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
 //     URL's password, and long random-looking hex or base64 runs.
 //
 // It errs on the side of hiding: an argument that merely looks random
-// is redacted too. Each argument is also cut to 1 KiB.
+// is redacted too. Arguments are never cut: what is stored is whole,
+// and views shorten it saying how much is left (CallLine).
 func Redact(args []string) []string {
 	out := make([]string, len(args))
 	hideNext := false
@@ -103,7 +98,7 @@ func Redact(args []string) []string {
 			// den-config set providers.x.api_key VALUE.
 			hideNext = true
 		}
-		out[i] = cut(RedactText(a))
+		out[i] = RedactText(a)
 	}
 	return out
 }
@@ -117,7 +112,7 @@ func RedactEnv(env map[string]string) map[string]string {
 			out[k] = Redacted
 			continue
 		}
-		out[k] = cut(RedactText(v))
+		out[k] = RedactText(v)
 	}
 	return out
 }
@@ -222,17 +217,4 @@ func isRandom(t string) bool {
 		longest = max(longest, len(part))
 	}
 	return longest >= 20
-}
-
-// cut shortens s to maxArg bytes (at a rune boundary), noting the
-// original length.
-func cut(s string) string {
-	if len(s) <= maxArg {
-		return s
-	}
-	n := maxArg
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s…[%d bytes]", s[:n], len(s))
 }

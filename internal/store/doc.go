@@ -22,10 +22,10 @@
 //	            created_at)
 //	summaries  (id, session_id → sessions, up_to → messages, text, model,
 //	            compacted, created_at)
-//	approvals  (id PK, agent, session_id, command, action, args JSON,
-//	            status pending|approved|denied|expired, scope, decided_by,
-//	            created_at, expires_at, decided_at)
-//	rules      (agent, command, action PK, decision, created_at)
+//	approvals  (id PK, agent, session_id, command, action, subject,
+//	            detail, args JSON, status pending|approved|denied|expired,
+//	            scope, decided_by, created_at, expires_at, decided_at)
+//	rules      (agent, command, action, subject PK, decision, created_at)
 //	audit      (id, created_at, agent, session_id, command, action,
 //	            args JSON, decision, decided_by, approval_id, exit_code,
 //	            waited_us, duration_us)

@@ -23,8 +23,8 @@ const (
 // Approval scopes: how far an answer reaches.
 const (
 	ScopeOnce    = "once"    // this call only
-	ScopeSession = "session" // this command and action, for the rest of the session
-	ScopeAlways  = "always"  // this command and action for the agent: a rule
+	ScopeSession = "session" // this command, action and subject, for the rest of the session
+	ScopeAlways  = "always"  // this command, action and subject for the agent: a rule
 )
 
 // Approval is a request for a person's answer to one host-command call.
@@ -34,7 +34,9 @@ type Approval struct {
 	Session   string
 	Command   string
 	Action    string
-	Args      []string // already redacted by the caller
+	Subject   string   // the argument an answer with scope session or always covers
+	Detail    string   // the exact effect a person was shown (redacted)
+	Args      []string // already redacted by the caller, whole
 	Status    string   // ApprovalPending, ApprovalApproved, …
 	Scope     string   // "" until answered (and for expired ones)
 	DecidedBy string   // who answered: "user", "timeout", …
@@ -50,12 +52,13 @@ type ApprovalAnswer struct {
 	DecidedBy string // who answered; must not be empty
 }
 
-// Rule is a standing per-agent decision for a command and action, made
-// by answering an approval with scope "always".
+// Rule is a standing per-agent decision for a command, action and
+// subject, made by answering an approval with scope "always".
 type Rule struct {
 	Agent    string
 	Command  string
 	Action   string
+	Subject  string // "" for calls without one
 	Decision string // "allow", "ask" or "deny"
 	Created  time.Time
 }
@@ -100,8 +103,8 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) (Approval, error
 	a.Status, a.Scope, a.DecidedBy = ApprovalPending, "", ""
 	a.Created, a.Decided = t.UTC(), time.Time{}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent, session_id, command, action, args, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.ID, a.Agent, a.Session, a.Command, a.Action, args, t.UnixNano(), a.Expires.UnixNano())
+		_, err := tx.ExecContext(ctx, `INSERT INTO approvals (id, agent, session_id, command, action, subject, detail, args, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Agent, a.Session, a.Command, a.Action, a.Subject, a.Detail, args, t.UnixNano(), a.Expires.UnixNano())
 		return err
 	})
 	if err != nil {
@@ -110,7 +113,7 @@ func (s *Store) CreateApproval(ctx context.Context, a Approval) (Approval, error
 	return a, nil
 }
 
-const approvalColumns = `id, agent, session_id, command, action, args, status, scope, decided_by, created_at, expires_at, decided_at`
+const approvalColumns = `id, agent, session_id, command, action, subject, detail, args, status, scope, decided_by, created_at, expires_at, decided_at`
 
 // GetApproval returns an approval; ErrNotFound when there is none with
 // that id. A pending approval past its deadline is reported as is: the
@@ -167,7 +170,7 @@ func (s *Store) AnswerApproval(ctx context.Context, id string, ans ApprovalAnswe
 			if ans.Status == ApprovalDenied {
 				decision = "deny"
 			}
-			return putRule(ctx, tx, Rule{Agent: a.Agent, Command: a.Command, Action: a.Action, Decision: decision}, t)
+			return putRule(ctx, tx, Rule{Agent: a.Agent, Command: a.Command, Action: a.Action, Subject: a.Subject, Decision: decision}, t)
 		}
 		return nil
 	})
@@ -232,18 +235,18 @@ func (s *Store) PendingApprovals(ctx context.Context, agent string) ([]Approval,
 }
 
 // SessionAnswer returns the latest answer given with scope "session"
-// for the command and action in the session; ok is false when there is
-// none.
-func (s *Store) SessionAnswer(ctx context.Context, agent, session, command, action string) (a Approval, ok bool, err error) {
+// for the command, action and subject in the session; ok is false when
+// there is none.
+func (s *Store) SessionAnswer(ctx context.Context, agent, session, command, action, subject string) (a Approval, ok bool, err error) {
 	if session == "" {
 		return a, false, nil
 	}
 	err = s.read(ctx, func(tx *sql.Tx) error {
 		var err error
 		a, err = scanApproval(tx.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM approvals
-			WHERE session_id = ? AND command = ? AND action = ? AND scope = 'session' AND agent = ?
+			WHERE session_id = ? AND command = ? AND action = ? AND subject = ? AND scope = 'session' AND agent = ?
 			  AND status IN ('approved', 'denied')
-			ORDER BY decided_at DESC LIMIT 1`, session, command, action, agent))
+			ORDER BY decided_at DESC LIMIT 1`, session, command, action, subject, agent))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -262,7 +265,7 @@ func scanApproval(r rowScanner) (Approval, error) {
 	var args string
 	var created, expires int64
 	var decided sql.NullInt64
-	if err := r.Scan(&a.ID, &a.Agent, &a.Session, &a.Command, &a.Action, &args, &a.Status, &a.Scope, &a.DecidedBy, &created, &expires, &decided); err != nil {
+	if err := r.Scan(&a.ID, &a.Agent, &a.Session, &a.Command, &a.Action, &a.Subject, &a.Detail, &args, &a.Status, &a.Scope, &a.DecidedBy, &created, &expires, &decided); err != nil {
 		return a, err
 	}
 	if err := json.Unmarshal([]byte(args), &a.Args); err != nil {
@@ -275,8 +278,8 @@ func scanApproval(r rowScanner) (Approval, error) {
 	return a, nil
 }
 
-// AddRule sets the agent's standing decision for a command and action,
-// replacing any earlier one.
+// AddRule sets the agent's standing decision for a command, action and
+// subject, replacing any earlier one.
 func (s *Store) AddRule(ctx context.Context, r Rule) error {
 	if r.Agent == "" || r.Command == "" {
 		return errors.New("store: add rule: agent and command are required")
@@ -294,18 +297,24 @@ func (s *Store) AddRule(ctx context.Context, r Rule) error {
 }
 
 func putRule(ctx context.Context, tx *sql.Tx, r Rule, t time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO rules (agent, command, action, decision, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (agent, command, action) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`,
-		r.Agent, r.Command, r.Action, r.Decision, t.UnixNano())
+	_, err := tx.ExecContext(ctx, `INSERT INTO rules (agent, command, action, subject, decision, created_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (agent, command, action, subject) DO UPDATE SET decision = excluded.decision, created_at = excluded.created_at`,
+		r.Agent, r.Command, r.Action, r.Subject, r.Decision, t.UnixNano())
 	return err
 }
 
-// DeleteRule removes the agent's rule for a command and action, if any,
-// and reports whether there was one.
-func (s *Store) DeleteRule(ctx context.Context, agent, command, action string) (bool, error) {
+// DeleteRule removes the agent's rules for a command and action (every
+// subject's when subject is nil, else that subject's), and reports
+// whether there was one.
+func (s *Store) DeleteRule(ctx context.Context, agent, command, action string, subject *string) (bool, error) {
 	var n int64
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM rules WHERE agent = ? AND command = ? AND action = ?`, agent, command, action)
+		q := `DELETE FROM rules WHERE agent = ? AND command = ? AND action = ?`
+		args := []any{agent, command, action}
+		if subject != nil {
+			q, args = q+` AND subject = ?`, append(args, *subject)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -318,13 +327,13 @@ func (s *Store) DeleteRule(ctx context.Context, agent, command, action string) (
 	return n > 0, nil
 }
 
-// Rules lists the agent's rules ordered by command and action; agent ""
-// lists every agent's.
+// Rules lists the agent's rules ordered by command, action and subject;
+// agent "" lists every agent's.
 func (s *Store) Rules(ctx context.Context, agent string) ([]Rule, error) {
 	var out []Rule
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT agent, command, action, decision, created_at FROM rules
-			WHERE ? = '' OR agent = ? ORDER BY agent, command, action`, agent, agent)
+		rows, err := tx.QueryContext(ctx, `SELECT agent, command, action, subject, decision, created_at FROM rules
+			WHERE ? = '' OR agent = ? ORDER BY agent, command, action, subject`, agent, agent)
 		if err != nil {
 			return err
 		}
@@ -332,7 +341,7 @@ func (s *Store) Rules(ctx context.Context, agent string) ([]Rule, error) {
 		for rows.Next() {
 			var r Rule
 			var created int64
-			if err := rows.Scan(&r.Agent, &r.Command, &r.Action, &r.Decision, &created); err != nil {
+			if err := rows.Scan(&r.Agent, &r.Command, &r.Action, &r.Subject, &r.Decision, &created); err != nil {
 				return err
 			}
 			r.Created = fromNanos(created)

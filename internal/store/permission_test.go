@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -67,11 +68,11 @@ func TestApprovalLifecycle(t *testing.T) {
 		t.Errorf("GetApproval unknown id: %v, want ErrNotFound", err)
 	}
 
-	sa, ok, err := s.SessionAnswer(ctx, "a", "s1", "den-config", "set")
+	sa, ok, err := s.SessionAnswer(ctx, "a", "s1", "den-config", "set", "")
 	if err != nil || !ok || sa.ID != a.ID {
 		t.Errorf("SessionAnswer %+v %v %v", sa, ok, err)
 	}
-	if _, ok, _ := s.SessionAnswer(ctx, "a", "s2", "den-config", "set"); ok {
+	if _, ok, _ := s.SessionAnswer(ctx, "a", "s2", "den-config", "set", ""); ok {
 		t.Error("a session answer leaked into another session")
 	}
 }
@@ -168,10 +169,10 @@ func TestRules(t *testing.T) {
 	if all, _ := s.Rules(ctx, ""); len(all) != 3 {
 		t.Errorf("all rules: %+v", all)
 	}
-	if ok, err := s.DeleteRule(ctx, "a", "den-open", ""); !ok || err != nil {
+	if ok, err := s.DeleteRule(ctx, "a", "den-open", "", nil); !ok || err != nil {
 		t.Errorf("DeleteRule: %v %v", ok, err)
 	}
-	if ok, _ := s.DeleteRule(ctx, "a", "den-open", ""); ok {
+	if ok, _ := s.DeleteRule(ctx, "a", "den-open", "", nil); ok {
 		t.Error("DeleteRule found the rule twice")
 	}
 }
@@ -264,5 +265,72 @@ func TestAnswerRace(t *testing.T) {
 	wg.Wait()
 	if wins != 1 {
 		t.Errorf("%d answers won, want 1", wins)
+	}
+}
+
+// TestAnswersBoundToSubject: a session answer and a rule cover the
+// subject they were given for, not the command's other subjects.
+func TestAnswersBoundToSubject(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	for _, c := range []struct{ subject, scope string }{{"agents.a.model", ScopeSession}, {"openai/gpt-5-mini", ScopeAlways}} {
+		a, err := s.CreateApproval(ctx, Approval{Agent: "a", Session: "s1", Command: "den-x", Action: "y", Subject: c.subject,
+			Detail: "the change", Args: []string{"y", c.subject}, Expires: time.Now().Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AnswerApproval(ctx, a.ID, ApprovalAnswer{Status: ApprovalApproved, Scope: c.scope, DecidedBy: "user"}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := s.GetApproval(ctx, a.ID)
+		if got.Subject != c.subject || got.Detail != "the change" {
+			t.Errorf("stored %+v", got)
+		}
+	}
+	if _, ok, _ := s.SessionAnswer(ctx, "a", "s1", "den-x", "y", "agents.a.model"); !ok {
+		t.Error("no session answer for the subject approved")
+	}
+	if _, ok, _ := s.SessionAnswer(ctx, "a", "s1", "den-x", "y", "agents.a.trust"); ok {
+		t.Error("a session answer for one subject answers another")
+	}
+	rules, _ := s.Rules(ctx, "a")
+	if len(rules) != 1 || rules[0].Subject != "openai/gpt-5-mini" {
+		t.Errorf("rules %+v", rules)
+	}
+	other := "anthropic/claude-opus-4-1"
+	if ok, _ := s.DeleteRule(ctx, "a", "den-x", "y", &other); ok {
+		t.Error("deleted a rule of another subject")
+	}
+	if ok, _ := s.DeleteRule(ctx, "a", "den-x", "y", nil); !ok {
+		t.Error("rule not deleted")
+	}
+}
+
+// TestMigrateRulesKeepsThem: rules stored before subjects existed stay,
+// with no subject (they cover calls without one).
+func TestMigrateRulesKeepsThem(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "den.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations[:3] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA user_version = 3; INSERT INTO rules (agent, command, action, decision, created_at) VALUES ('a', 'den-clipboard', 'read', 'allow', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	rules, err := s2.Rules(ctx, "a")
+	if err != nil || len(rules) != 1 || rules[0].Subject != "" || rules[0].Decision != "allow" {
+		t.Errorf("after migration: %+v %v", rules, err)
 	}
 }

@@ -150,6 +150,31 @@ CREATE TABLE audit (
 CREATE INDEX audit_by_agent ON audit(agent, id);
 CREATE INDEX audit_by_session ON audit(session_id, id);
 `,
+	// 4: answers bound to what was approved. An approval records the
+	// call's subject (the argument its answer covers: the key set, the
+	// model run, the session sent to) and the exact change a person was
+	// shown; session answers and rules match on the subject too. Rules
+	// made before had no subject and stay as rules for calls without one.
+	`
+ALTER TABLE approvals ADD COLUMN subject TEXT NOT NULL DEFAULT '';
+ALTER TABLE approvals ADD COLUMN detail TEXT NOT NULL DEFAULT '';
+DROP INDEX approvals_by_session;
+CREATE INDEX approvals_by_session ON approvals(session_id, command, action, subject, scope);
+
+CREATE TABLE rules_v4 (
+	agent      TEXT NOT NULL CHECK (agent <> ''),
+	command    TEXT NOT NULL CHECK (command <> ''),
+	action     TEXT NOT NULL DEFAULT '',
+	subject    TEXT NOT NULL DEFAULT '',
+	decision   TEXT NOT NULL CHECK (decision IN ('allow', 'ask', 'deny')),
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (agent, command, action, subject)
+) STRICT;
+INSERT INTO rules_v4 (agent, command, action, subject, decision, created_at)
+	SELECT agent, command, action, '', decision, created_at FROM rules;
+DROP TABLE rules;
+ALTER TABLE rules_v4 RENAME TO rules;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -81,7 +81,7 @@ func TestApprovalFromAnotherProcess(t *testing.T) {
 	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")
 	fake := llmtest.NewAnthropic(t,
-		shellTurn("t1", `den-config set agents.default.pids 77; echo rc=$?`),
+		shellTurn("t1", `den-config set agents.default.model anthropic/claude-sonnet-4-5; echo rc=$?`),
 		llmtest.Turn{Text: "set it"},
 	)
 	d := newDen(t)
@@ -124,13 +124,13 @@ func TestApprovalFromAnotherProcess(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(cfg)
-		if strings.Contains(string(b), "pids = 77") {
+		if strings.Contains(string(b), `model = "anthropic/claude-sonnet-4-5"`) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	b, _ := os.ReadFile(cfg)
-	if !strings.Contains(string(b), "pids = 77") || !strings.Contains(string(b), "# mine") {
+	if !strings.Contains(string(b), `model = "anthropic/claude-sonnet-4-5"`) || !strings.Contains(string(b), "# mine") {
 		t.Errorf("config after the approved set:\n%s", b)
 	}
 	io.WriteString(stdin, "/exit\n")
@@ -323,5 +323,56 @@ func TestHostCommandsInExecAndSh(t *testing.T) {
 	r = d.RunInput(strings.NewReader("den-notify from-sh -q; echo rc=$?\nexit\n"), "sh")
 	if !strings.Contains(r.Stdout, "rc=0") || !strings.Contains(r.Stderr, "from-sh") {
 		t.Errorf("den sh: %s", r)
+	}
+}
+
+// TestConfigSetCannotEscalate: with every ask approved (--yes), an
+// agent still cannot change what makes it more powerful, nor write
+// anything but the one value it names: keys off the allow-list and
+// values spanning lines are refused, the file stays as it was, and an
+// allowed change lands re-encoded, exactly.
+func TestConfigSetCannotEscalate(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	attacks := []string{
+		`den-config set agents.default.trust full`,
+		`den-config set agents.default.mounts '["/:/host"]'`,
+		`den-config set sandbox.bwrap /workspace/evil`,
+		`den-config set providers.evil.base_url http://x`,
+		`den-config set agents.default.permissions.den-open allow`,
+		`den-config set agents.other.model x/y`,
+		`den-config set agents.default.model "$(printf 'x/y\n[providers.evil]\ntype = "openai"\napi_key = "k"')"`,
+		`den-config set 'agents.default.model]
+[sandbox]
+bwrap = "/x"
+[agents.default' x/y`,
+	}
+	var turns []llmtest.Turn
+	for i, a := range attacks {
+		turns = append(turns, shellTurn(fmt.Sprintf("a%d", i), a+"; echo rc=$?"))
+	}
+	turns = append(turns, shellTurn("ok", `den-config set agents.default.instructions "$(printf 'Be brief.\nSign as "den".')"; echo rc=$?`),
+		llmtest.Turn{Text: "done"})
+	fake := llmtest.NewAnthropic(t, turns...)
+	d := newDen(t)
+	const orig = "# my settings\n[agents.default]\nnetwork = \"on\"\n"
+	cfg := d.WriteConfig("config.toml", orig)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--config", cfg, "--rootfs", "busybox", "--yes", "go")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	res := ofType(events, "tool_result")
+	for i := range attacks {
+		if out := res[i]["output"].(string); !strings.Contains(out, "rc=2") || !strings.Contains(out, "invalid_args") {
+			t.Errorf("attack %d was not refused: %q", i, out)
+		}
+	}
+	if out := res[len(attacks)]["output"].(string); !strings.Contains(out, "rc=0") {
+		t.Errorf("allowed change: %q", out)
+	}
+	b, _ := os.ReadFile(cfg)
+	want := orig[:len(orig)-1] + "\ninstructions = \"Be brief.\\nSign as \\\"den\\\".\"\n"
+	if string(b) != want {
+		t.Errorf("config after the run:\n%s\nwant:\n%s", b, want)
 	}
 }
