@@ -114,6 +114,10 @@ type Limits struct {
 	Pids        int64  // 0: no limit
 	CPUWeight   uint64 // 1..10000 (cgroup v2 weight, 100 is the default); 0: default
 	TmpBytes    int64  // size of the /tmp tmpfs; 0: the kernel's default (half the memory)
+	// DiskBytes caps what the computer holds on disk; the backend
+	// bounds each file by it (RLIMIT_FSIZE), and the caller measures
+	// the whole. 0: no cap.
+	DiskBytes int64
 }
 
 // Bind mounts a host path at a guest path.

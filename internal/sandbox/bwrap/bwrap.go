@@ -39,6 +39,7 @@ import (
 
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/idmap"
+	"den.dev/den/internal/sandbox/netns"
 	"den.dev/den/internal/sandbox/seccomp"
 )
 
@@ -54,6 +55,8 @@ type Backend struct {
 	gid  int
 
 	owners idmap.OwnerNS // user namespaces of idmapped user mounts, as root
+	slirp  string        // slirp4netns for the network; "" looks it up
+	log    func(string)  // what den did not expect, for the log
 	sweep  sync.Once     // stale staging folders, once per backend
 
 	once    sync.Once // guards version and verErr
@@ -146,15 +149,17 @@ var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs"}
 var procMasked = []string{"kcore", "keys", "kmsg", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi"}
 
 // Args returns bwrap's arguments for spec, before the command. Files
-// are passed as fd 3 (user namespace block), 4 (info) and 5 (seccomp).
+// are passed as fd 3 (user namespace block), 4 (info), 5 (seccomp) and,
+// with the network on, 6 (the computer's /etc/resolv.conf, through
+// netns.Gate).
 // Sources are used as given: Start stages them first when den is root.
 func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
+	// The computer always has a network namespace of its own: with the
+	// network on, den attaches user-mode networking to it (see Start),
+	// so the host's loopback and abstract sockets stay out of reach.
 	a := []string{
 		"--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "--seccomp", "5",
-		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-	}
-	if !spec.Network {
-		a = append(a, "--unshare-net")
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
 	}
 	host := spec.Hostname
 	if host == "" {
@@ -185,10 +190,9 @@ func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
 	}
 	a = append(a, "--tmpfs", "/tmp")
 	if spec.Network {
-		// The host's resolver configuration, fresh at every start.
-		if fi, err := os.Stat("/etc/resolv.conf"); err == nil && fi.Mode().IsRegular() {
-			a = append(a, "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf")
-		}
+		// The resolver of the computer's own network, read from fd 6:
+		// the netns.Gate that holds the sandbox until it is attached.
+		a = append(a, "--ro-bind-data", "6", "/etc/resolv.conf")
 	}
 	for _, m := range spec.Binds {
 		op := "--bind"
@@ -252,7 +256,7 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 			return nil, err
 		}
 	}
-	p, err := b.start(spec, cmd, ids, rootUID, rootGID)
+	p, err := b.start(ctx, spec, cmd, ids, rootUID, rootGID)
 	if err != nil {
 		st.release()
 		return nil, err
@@ -261,7 +265,7 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	return p, nil
 }
 
-func (b *Backend) start(spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap, rootUID, rootGID int) (*process, error) {
+func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap, rootUID, rootGID int) (*process, error) {
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: pipe: %w", err)
@@ -288,6 +292,15 @@ func (b *Backend) start(spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap,
 	c.Dir = "/"
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	c.ExtraFiles = []*os.File{blockR, infoW, filter}
+	var gate *netns.Gate
+	if spec.Network {
+		if gate, err = netns.NewGate(); err != nil {
+			infoW.Close()
+			return nil, fmt.Errorf("bwrap: %w", err)
+		}
+		defer gate.Open()
+		c.ExtraFiles = append(c.ExtraFiles, gate.File())
+	}
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if b.uid == 0 {
 		// bwrap, and the user namespace it makes, belong to root
@@ -299,6 +312,9 @@ func (b *Backend) start(spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap,
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}
 	infoW.Close()
+	if gate != nil {
+		gate.File().Close()
+	}
 	p := &process{cmd: c, waited: make(chan struct{})}
 	go func() {
 		p.waitErr = c.Wait()
@@ -324,10 +340,36 @@ func (b *Backend) start(spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap,
 		<-p.waited
 		return nil, fmt.Errorf("bwrap: release: %w", err)
 	}
+	if gate != nil {
+		if err := b.attach(ctx, p, gate); err != nil {
+			p.Kill()
+			<-p.waited
+			return nil, err
+		}
+	}
 	if ns, ok := sandbox.PidNS(child); ok {
 		p.ns = ns
 	}
 	return p, nil
+}
+
+// attach gives the sandbox its network, once bwrap has set up the
+// loopback and before anything inside runs (the gate holds it there).
+func (b *Backend) attach(ctx context.Context, p *process, gate *netns.Gate) error {
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := gate.Wait(wctx); err != nil {
+		return fmt.Errorf("%w: bwrap: %v (exit: %v)", sandbox.ErrUnavailable, err, p.exitNow())
+	}
+	n, err := netns.Attach(wctx, p.child, netns.Options{Slirp: b.slirp, Log: b.log})
+	if err != nil {
+		if errors.Is(err, netns.ErrUnavailable) {
+			return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
+		}
+		return fmt.Errorf("bwrap: network: %w", err)
+	}
+	p.net = n
+	return gate.Open()
 }
 
 // setup maps the user namespace of bwrap's child and constrains it,
@@ -365,12 +407,20 @@ func (b *Backend) setup(child int, spec *sandbox.Spec, ids sandbox.IDMap) error 
 	// The process count is also bounded by RLIMIT_NPROC, counted per
 	// user in the sandbox's user namespace: a second bound beside the
 	// control group, and the only one without cgroups.
-	if spec.Limits.Pids > 0 {
-		err := limitProcs(child, uint64(spec.Limits.Pids))
+	for _, l := range []struct {
+		what     string
+		resource int
+		n        int64
+	}{{"process limit", unix.RLIMIT_NPROC, spec.Limits.Pids}, {"file size limit", unix.RLIMIT_FSIZE, spec.Limits.DiskBytes}} {
+		if l.n <= 0 {
+			continue
+		}
+		err := lower(child, l.resource, uint64(l.n))
 		// Root without CAP_SYS_RESOURCE (den in a container) may not
-		// set another uid's limits; the control group still bounds it.
+		// set another uid's limits; the control group and den's own
+		// measure still bound it.
 		if err != nil && !(b.uid == 0 && errors.Is(err, unix.EPERM)) {
-			return fmt.Errorf("bwrap: process limit: %w", err)
+			return fmt.Errorf("bwrap: %s: %w", l.what, err)
 		}
 	}
 	return nil
@@ -393,16 +443,16 @@ func runHelper(name string, child int, rs []sandbox.IDRange) error {
 	return nil
 }
 
-// limitProcs sets pid's RLIMIT_NPROC to n, or to its hard limit when
-// that is lower: an ordinary user cannot raise a hard limit, and a
-// tighter bound than asked for is still a bound.
-func limitProcs(pid int, n uint64) error {
+// lower sets pid's resource limit to n, or to its hard limit when that
+// is lower: an ordinary user cannot raise a hard limit, and a tighter
+// bound than asked for is still a bound.
+func lower(pid, resource int, n uint64) error {
 	var cur unix.Rlimit
-	if err := unix.Prlimit(pid, unix.RLIMIT_NPROC, nil, &cur); err != nil {
+	if err := unix.Prlimit(pid, resource, nil, &cur); err != nil {
 		return err
 	}
 	n = min(n, cur.Max)
-	return unix.Prlimit(pid, unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}, nil)
+	return unix.Prlimit(pid, resource, &unix.Rlimit{Cur: n, Max: n}, nil)
 }
 
 func readInfo(r io.Reader) (int, error) {
@@ -421,9 +471,10 @@ func readInfo(r io.Reader) (int, error) {
 
 type process struct {
 	cmd       *exec.Cmd
-	stage     *stage // staged bind sources, as root; released once the sandbox holds its copies
-	child     int    // host pid of pid 1 inside the sandbox
-	ns        string // the sandbox's pid namespace
+	stage     *stage     // staged bind sources, as root; released once the sandbox holds its copies
+	net       *netns.Net // the computer's network, when on
+	child     int        // host pid of pid 1 inside the sandbox
+	ns        string     // the sandbox's pid namespace
 	waited    chan struct{}
 	waitErr   error
 	once      sync.Once
@@ -485,7 +536,20 @@ func (p *process) Kill() error {
 func (p *process) Wait() error {
 	<-p.waited
 	p.Ready()
+	if p.net != nil {
+		p.net.Close()
+	}
 	return p.waitErr
+}
+
+// exitNow is bwrap's exit, if it has exited, for messages.
+func (p *process) exitNow() error {
+	select {
+	case <-p.waited:
+		return p.waitErr
+	default:
+		return errors.New("still running")
+	}
 }
 
 // Ready tells the process that the sandbox is up, its mounts made: the

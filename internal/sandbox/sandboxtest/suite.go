@@ -537,10 +537,43 @@ func escapeNetwork(t *testing.T, b sandbox.Backend) {
 			t.Errorf("unexpected line (an interface other than lo?): %q", line)
 		}
 	}
-	// With network on, the same listener answers.
+	// With the network on, the computer has a network of its own: the
+	// internet, not the host's loopback nor its abstract sockets.
+	abstract := "@den-test-" + strconv.Itoa(os.Getpid())
+	ul, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	reached := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ul.Accept()
+			if err != nil {
+				return
+			}
+			reached <- struct{}{}
+			c.Write([]byte("host-abstract\n"))
+			c.Close()
+		}
+	}()
 	on := Start(t, b)
-	if r := on.Run(t, "nc -w 2 127.0.0.1 "+port+" </dev/null", 20*time.Second); !strings.Contains(r.Output, "host-listener") {
-		t.Errorf("network on: %q", r.Output)
+	r = on.Run(t, "cat /proc/net/dev | tail -n +3 | cut -d: -f1; ip route 2>/dev/null; "+
+		"nc -w 2 127.0.0.1 "+port+" </dev/null 2>&1; nc -w 2 10.0.2.2 "+port+" </dev/null 2>&1; "+
+		"cat /proc/net/unix | grep -c den-test; echo end", 20*time.Second)
+	if strings.Contains(r.Output, "host-listener") || strings.Contains(r.Output, "host-abstract") {
+		t.Errorf("network on reached the host's loopback: %q", r.Output)
+	}
+	if !strings.Contains(r.Output, "tap0") || !strings.Contains(r.Output, "default via") {
+		t.Errorf("network on has no interface or route of its own: %q", r.Output)
+	}
+	if lines := strings.Split(strings.TrimSpace(r.Output), "\n"); len(lines) < 2 || lines[len(lines)-2] != "0" {
+		t.Errorf("the host's abstract socket is visible inside: %q", r.Output)
+	}
+	select {
+	case <-reached:
+		t.Error("something inside connected to the host's abstract socket")
+	default:
 	}
 }
 
