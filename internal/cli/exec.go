@@ -111,24 +111,30 @@ func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions,
 		}
 		o.Mounts = append(o.Mounts, b)
 	}
-	if ac.Memory != "" {
-		n, err := config.ParseBytes(ac.Memory)
+	o.Limits = computer.DefaultLimits()
+	for _, l := range []struct {
+		v   string
+		dst *int64
+	}{{ac.Memory, &o.Limits.MemoryBytes}, {ac.Tmp, &o.Limits.TmpBytes}, {ac.Disk, &o.Limits.DiskBytes}} {
+		n, set, err := config.ParseLimit(l.v)
 		if err != nil {
 			return o, err
 		}
-		o.Limits.MemoryBytes = n
+		if set {
+			*l.dst = n
+		}
 	}
-	o.Limits.Pids = ac.Pids
-	if o.Limits.Pids == 0 {
-		o.Limits.Pids = DefaultPids
+	if ac.Pids != 0 {
+		o.Limits.Pids = ac.Pids
 	}
-	o.Limits.CPUWeight = ac.CPUWeight
+	if ac.CPUWeight != 0 {
+		o.Limits.CPUWeight = ac.CPUWeight
+	}
 	return o, nil
 }
 
-// DefaultPids bounds the processes of a computer when the config names
-// no limit, so that a fork bomb inside stays inside.
-const DefaultPids = 4096
+// DefaultPids is computer.DefaultPids.
+const DefaultPids = computer.DefaultPids
 
 // progressPrinter renders provisioning progress on w: a line per stage,
 // and byte counts rewritten in place on a terminal.

@@ -280,7 +280,7 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		Network: o.Network, Mounts: mounts,
 	}, instructions, time.Now())
 	chain := r.chain
-	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box.Session, Images: r.targets[0].Info.Images, Shell: r.box.Shell()},
+	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box, Images: r.targets[0].Info.Images, Shell: r.box.Shell()},
 		session: sess.ID, mounts: scanMounts(o.Mounts), gate: gate, restricted: perm.Trust == permission.Restricted}
 	r.acfg = agent.Config{
 		Model:     chain,

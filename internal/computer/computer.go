@@ -378,6 +378,9 @@ type Session struct {
 	*sandbox.Session
 	group *cgroup.Group
 	host  *hostcmd.Listener
+
+	disk    *diskMeter // what the computer holds, measured while commands run
+	diskCap int64      // 0: no cap
 }
 
 // Close stops every process of the session, its host-command socket and
@@ -410,6 +413,9 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		return nil, err
 	}
 	s.Session = ss
+	if o.Limits.DiskBytes > 0 {
+		s.disk, s.diskCap = &diskMeter{trees: c.diskTrees()}, o.Limits.DiskBytes
+	}
 	return s, nil
 }
 

@@ -387,3 +387,42 @@ func lstat(t *testing.T, p string) *syscall.Stat_t {
 	}
 	return &st
 }
+
+// TestDiskCap: a computer cannot fill the host's disk. One big file
+// stops at the cap (RLIMIT_FSIZE); many small ones are found by den's
+// measure and the command is stopped with a note; the computer can
+// still free space afterwards.
+func TestDiskCap(t *testing.T) {
+	m := newManager(t)
+	c := busyboxComputer(t, m, "filler")
+	capBytes := c.DiskUse() + 48<<20
+	s, err := c.Start(context.Background(), "d", computer.SessionOptions{Limits: sandbox.Limits{DiskBytes: capBytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// One big file: bounded by RLIMIT_FSIZE where den may set it (root
+	// without CAP_SYS_RESOURCE, as in some containers, may not); else
+	// the result says the computer is over its cap.
+	r := run(t, s, "dd if=/dev/zero of=/root/big bs=1M count=200 2>&1; echo rc=$?")
+	if strings.Contains(r.Output, "rc=0") && !strings.Contains(r.Note, "over its disk cap") {
+		t.Errorf("a 200 MB file was written under a 48 MB cap, unsaid: %q, note %q", r.Output, r.Note)
+	}
+	run(t, s, "rm -f /root/big")
+	r, err = s.Run(context.Background(), sandbox.Command{
+		Script:  "mkdir -p /root/fill; i=0; while [ $i -lt 300 ]; do dd if=/dev/zero of=/root/fill/$i bs=1M count=1 2>/dev/null; i=$((i+1)); sleep 0.05; done; echo finished",
+		Timeout: 60 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(r.Output, "finished") || !strings.Contains(r.Note, "disk use passed its cap") || r.ExitCode == 0 {
+		t.Errorf("filling past the cap was not stopped: exit %d, note %q, output %q", r.ExitCode, r.Note, r.Output)
+	}
+	if used := c.DiskUse(); used > capBytes+64<<20 {
+		t.Errorf("the computer holds %d bytes, far past its cap of %d", used, capBytes)
+	}
+	if r := run(t, s, "rm -rf /root/fill && echo freed"); r.Output != "freed\n" {
+		t.Errorf("could not free space over the cap: %+v", r)
+	}
+}

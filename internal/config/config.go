@@ -82,7 +82,12 @@ type Agent struct {
 	Rootfs  string   `toml:"rootfs"`
 	Network string   `toml:"network"`
 	Mounts  []string `toml:"mounts"`
-	Memory  string   `toml:"memory"`
+	// Limits: sizes such as "2GiB", or "unlimited"; unset, den's
+	// defaults apply (half the host's memory, a 1 GiB /tmp, 20 GiB of
+	// disk, 4096 processes, CPU weight 50).
+	Memory string `toml:"memory"`
+	Tmp    string `toml:"tmp"`
+	Disk   string `toml:"disk"`
 	// Host commands: the trust level (restricted, trusted, full), per
 	// command overrides ("den-config set" = "deny"), and the models
 	// den-model may call.
@@ -235,9 +240,9 @@ func (c *Config) validate(data []byte) error {
 		default:
 			return fmt.Errorf("%w: %s %q: want \"on\" or \"off\"", ErrInvalid, at("network"), a.Network)
 		}
-		if a.Memory != "" {
-			if _, err := ParseBytes(a.Memory); err != nil {
-				return fmt.Errorf("%w: %s: %v", ErrInvalid, at("memory"), err)
+		for k, v := range map[string]string{"memory": a.Memory, "tmp": a.Tmp, "disk": a.Disk} {
+			if _, _, err := ParseLimit(v); err != nil {
+				return fmt.Errorf("%w: %s: %v", ErrInvalid, at(k), err)
 			}
 		}
 		if a.Pids < 0 {
@@ -264,6 +269,22 @@ func (c *Config) validate(data []byte) error {
 
 // Agent returns the settings of the named agent (zero when unset).
 func (c *Config) Agent(name string) Agent { return c.Agents[name] }
+
+// ParseLimit reads a size limit: "" is unset (den's default applies),
+// "unlimited" (or "none", "0") is no limit, else ParseBytes.
+func ParseLimit(s string) (n int64, set bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "":
+		return 0, false, nil
+	case "unlimited", "none", "0":
+		return 0, true, nil
+	}
+	n, err = ParseBytes(s)
+	if err == nil && n < 1<<20 {
+		err = fmt.Errorf("size %q: at least 1 MiB, or \"unlimited\"", s)
+	}
+	return n, true, err
+}
 
 // ParseBytes reads sizes such as 512M, 2GiB, 1.5G or 1048576.
 func ParseBytes(s string) (int64, error) {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"den.dev/den/internal/hostfs"
 )
 
@@ -263,4 +265,65 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFileArgumentsHostile: the commands that read a file the computer
+// names (den-model --prompt-file and --image) refuse what the computer
+// planted or could not read itself, and never hang on it.
+func TestFileArgumentsHostile(t *testing.T) {
+	root, ws := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(ws, "ok.txt"), []byte("a fine prompt"), 0o644)
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("host secret"), 0o600)
+	os.Symlink(secret, filepath.Join(ws, "abs-link"))
+	os.Symlink("../../../../../../.."+secret, filepath.Join(ws, "rel-link"))
+	os.Mkdir(filepath.Join(ws, "dir"), 0o755)
+	os.Symlink(filepath.Dir(secret), filepath.Join(ws, "dirlink"))
+	syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644)
+	hostile := []string{"abs-link", "rel-link", "dirlink/secret", "fifo", "dir", "../" + filepath.Base(ws) + "/ok.txt/..", "/workspace/../../" + secret, secret, "missing"}
+	if os.Geteuid() == 0 {
+		// A device node, as an imported archive could hold (nothing
+		// inside can make one): den must not read the host's memory.
+		if err := syscall.Mknod(filepath.Join(ws, "mem"), syscall.S_IFCHR|0o644, int(unix.Mkdev(1, 1))); err == nil {
+			hostile = append(hostile, "mem")
+		}
+		os.WriteFile(filepath.Join(ws, "theirs"), []byte("private"), 0o600)
+		os.Chown(filepath.Join(ws, "theirs"), 4444, 4444)
+		hostile = append(hostile, "theirs")
+	}
+	files := GuestFS{Rootfs: root, Binds: []GuestBind{{Host: ws, Guest: "/workspace"}}}
+	if os.Geteuid() == 0 {
+		files.As = &hostfs.Identity{UID: 4321, GID: 4321}
+	}
+	for _, name := range hostile {
+		for _, flag := range []string{"--prompt-file", "--image"} {
+			m := &fakeModels{}
+			s := &Service{Models: m, Files: files}
+			args := []string{"run", "--model", "m/x", flag, name}
+			if flag == "--image" {
+				args = append(args, "--prompt", "look")
+			}
+			p, bad := parse(t, s, "den-model", args, "")
+			if bad != nil {
+				continue // refused before it ran: fine
+			}
+			done := make(chan Result, 1)
+			go func() { done <- p.Run(context.Background()) }()
+			select {
+			case r := <-done:
+				if r.Code == "" || strings.Contains(m.got.Prompt, "host secret") || strings.Contains(m.got.Prompt, "private") || len(m.got.Image) > 0 {
+					t.Errorf("%s %s: read it: %+v (prompt %q)", flag, name, r, m.got.Prompt)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s %s: hangs", flag, name)
+			}
+		}
+	}
+	// The plain file is read.
+	m := &fakeModels{}
+	s := &Service{Models: m, Files: files}
+	os.Chown(filepath.Join(ws, "ok.txt"), 4321, 4321)
+	if r := run(t, s, "den-model", []string{"run", "--model", "m/x", "--prompt-file", "ok.txt"}, ""); r.Code != "" || m.got.Prompt != "a fine prompt" {
+		t.Errorf("a plain file: %+v", r)
+	}
 }
