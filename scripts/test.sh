@@ -16,3 +16,8 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 go test -count=1 -timeout 20m ./...
+# The packages where goroutines meet (the sandbox's sessions, the host
+# command broker, the gate, the store, the loop) again under the race
+# detector.
+go test -race -count=1 -timeout 20m ./internal/sandbox/bwrap ./internal/computer ./internal/hostcmd/... \
+	./internal/permission ./internal/hostfs ./internal/hostsvc ./internal/store ./internal/agent/... ./internal/models/retry

@@ -18,6 +18,7 @@ import (
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
+	"den.dev/den/internal/sandbox/netns"
 	"den.dev/den/internal/sandbox/rootfs"
 )
 
@@ -90,7 +91,12 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 	for _, c := range b.Check(ctx) {
 		add(c)
 	}
-	add(cgroupCheck())
+	cg := cgroupCheck()
+	add(cg)
+	if b.Name() == "bwrap" {
+		add(networkCheck(cfg.Agent(agent).Network != "off"))
+	}
+	add(limitsCheck(cfg.Agent(agent), cg.OK))
 	m, err := computer.New(dataDir, b)
 	if err != nil {
 		add(sandbox.Check{Name: "data dir", Detail: err.Error(), Fatal: true})
@@ -205,16 +211,66 @@ func cgroupCheck() sandbox.Check {
 	c := sandbox.Check{Name: "resource limits (cgroups)", OK: info.Usable()}
 	c.Detail = strings.TrimSpace(strings.ReplaceAll(info.String(), "\n", "; "))
 	if !c.OK {
-		c.Fix = "memory and CPU limits are off; " + info.Reason + " (an ordinary user's process count is still bounded by RLIMIT_NPROC)"
+		c.Fix = "memory and CPU limits are off; " + info.Reason + " (processes and file sizes are still bounded by RLIMIT_NPROC and RLIMIT_FSIZE, /tmp by its size, the disk by den's measure)"
 	}
 	return c
+}
+
+// networkCheck reports whether a computer with its network on can get
+// one: slirp4netns and a /dev/net/tun den (or, as root, the computer's
+// uid) may open.
+func networkCheck(wanted bool) sandbox.Check {
+	ok, detail, fix := netns.Check()
+	c := sandbox.Check{Name: "network (own namespace)", OK: ok, Detail: detail, Fix: fix, Fatal: wanted}
+	if ok {
+		c.Detail = detail + "; the computer's network is its own (10.0.2.100 behind slirp4netns): the host's loopback and abstract sockets are out of reach; about 3 ms more per start"
+	} else if !wanted {
+		c.Detail += " (this agent's network is off)"
+	}
+	return c
+}
+
+// limitsCheck says which limits a computer of the agent runs with.
+func limitsCheck(ac config.Agent, cgroupsOK bool) sandbox.Check {
+	c := sandbox.Check{Name: "limits", OK: true}
+	o, err := sessionOptions(ac, &computerFlags{})
+	if err != nil {
+		c.OK, c.Detail = false, err.Error()
+		return c
+	}
+	l := o.Limits
+	size := func(n int64) string {
+		if n <= 0 {
+			return "unlimited"
+		}
+		return humanSize(n)
+	}
+	var parts []string
+	if cgroupsOK {
+		parts = append(parts, "memory "+size(l.MemoryBytes), fmt.Sprintf("CPU weight %d", l.CPUWeight), fmt.Sprintf("processes %d", l.Pids))
+	} else {
+		parts = append(parts, "memory and CPU weight not enforced (no cgroups)", fmt.Sprintf("processes %d (RLIMIT_NPROC)", l.Pids))
+	}
+	parts = append(parts, "/tmp "+size(l.TmpBytes), "disk "+size(l.DiskBytes)+" (measured while commands run)")
+	c.Detail = strings.Join(parts, ", ")
+	return c
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 // startCheck starts the agent's computer for real and runs a command.
 func startCheck(ctx context.Context, comp *computer.Computer, network bool) sandbox.Check {
 	c := sandbox.Check{Name: "computer start", Fatal: true}
 	t0 := time.Now()
-	s, err := comp.Start(ctx, "doctor", computer.SessionOptions{Network: network, Limits: sandbox.Limits{Pids: DefaultPids}})
+	s, err := comp.Start(ctx, "doctor", computer.SessionOptions{Network: network, Limits: computer.DefaultLimits()})
 	if err != nil {
 		c.Detail = err.Error()
 		c.Fix = "see the checks above"

@@ -74,9 +74,11 @@ func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Compute
 			return nil, o, usageError{err}
 		}
 	}
+	// Progress of provisioning, and of giving an older computer's files
+	// to its own ids.
+	m.RootfsOptions.Progress = progressPrinter(g.stderr)
 	if _, ok, _ := c.Info(); !ok {
 		fmt.Fprintf(g.stderr, "den: creating the computer of agent %s from %s\n", f.agent, src)
-		m.RootfsOptions.Progress = progressPrinter(g.stderr)
 		info, err := c.Ensure(ctx, src, explicit)
 		if err != nil {
 			return nil, o, err

@@ -47,10 +47,12 @@ func sessionOptions(b *testing.B, backend sandbox.Backend, dir string, network b
 			b.Fatal(err)
 		}
 	}
+	sandboxtest.Own(b, ws, off)
 	return sandbox.SessionOptions{
 		Backend: backend,
 		Spec: sandbox.Spec{
 			Rootfs:  sandboxtest.Rootfs(b),
+			IDs:     sandboxtest.IDs(b),
 			Network: network,
 			Binds: []sandbox.Bind{
 				{Host: ws, Guest: sandbox.GuestWorkspace},
