@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +48,48 @@ func TestConformanceUnprivileged(t *testing.T) {
 		t.Fatalf("the suite as %s skipped tests:\n%s", u.Name, out.String())
 	}
 	t.Logf("the conformance suite passed as %s (uid %d)", u.Name, u.UID)
+}
+
+// TestSubordinateIDs: an ordinary user with subordinate ids in
+// /etc/subuid and /etc/subgid gets them mapped through newuidmap and
+// newgidmap: root inside is the user, ids 1 and up are its range, and
+// nothing maps to host root. As root, the test gives a throwaway user a
+// range and runs TestSubordinateIDsInside as it.
+func TestSubordinateIDs(t *testing.T) {
+	u := sandboxtest.NewUser(t)
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "newuidmap", "uidmap")
+	first := u.AddSubIDs(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := u.Install(t, self, "bwrap.test")
+	ctx, cancel := context.WithTimeout(context.Background(), unprivBound)
+	defer cancel()
+	cmd := u.Command(ctx, bin, "-test.run", "^TestSubordinateIDsInside$", "-test.v", "-test.count=1")
+	cmd.Env = append(cmd.Env, "DEN_TEST_SUBID="+strconv.FormatUint(uint64(first), 10), "DEN_TEST_UID="+strconv.Itoa(u.UID))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "--- PASS: TestSubordinateIDsInside") {
+		t.Fatalf("as %s with subordinate ids from %d: %v\n%s", u.Name, first, err, out.String())
+	}
+}
+
+func TestSubordinateIDsInside(t *testing.T) {
+	first := os.Getenv("DEN_TEST_SUBID")
+	if first == "" {
+		t.Skip("run by TestSubordinateIDs as a throwaway user")
+	}
+	ids := sandboxtest.IDs(t)
+	if !ids.Helper || len(ids.UIDs) != 2 || strconv.FormatUint(uint64(ids.UIDs[1].Host), 10) != first {
+		t.Fatalf("den's map for a user with subordinate ids: %+v", ids)
+	}
+	e := sandboxtest.Start(t, newBackend(t))
+	r := e.Run(t, "cat /proc/self/uid_map /proc/self/gid_map; id -u")
+	want := "0 " + os.Getenv("DEN_TEST_UID") + " 1\n1 " + first + " 65535\n"
+	got := strings.Join(strings.Fields(r.Output), " ")
+	if !strings.Contains(got, strings.Join(strings.Fields(want), " ")) || !strings.HasSuffix(got, " 0") {
+		t.Errorf("inside: %q, want the maps %q and root", r.Output, want)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -218,4 +219,24 @@ func copyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// AddSubIDs gives the user a range of 65536 subordinate uids and gids in
+// /etc/subuid and /etc/subgid (usermod), as a distribution's useradd
+// does for a person's account, and returns its first id. The range is
+// removed in cleanup.
+func (u *User) AddSubIDs(t testing.TB) uint32 {
+	t.Helper()
+	usermod := needSbin(t, "usermod", "passwd")
+	// A range no account and no other range uses: below den's own
+	// ranges, from the user's uid.
+	first := uint32(0x60000000) + uint32(u.UID%4096)*65536
+	r := fmt.Sprintf("%d-%d", first, first+65535)
+	if out, err := exec.Command(usermod, "--add-subuids", r, "--add-subgids", r, u.Name).CombinedOutput(); err != nil {
+		t.Fatalf("usermod --add-subuids %s %s: %v: %s", r, u.Name, err, out)
+	}
+	t.Cleanup(func() {
+		exec.Command(usermod, "--del-subuids", r, "--del-subgids", r, u.Name).Run()
+	})
+	return first
 }
