@@ -151,53 +151,18 @@ func sweepStages() {
 		}
 		stale = append(stale, filepath.Join(StageBase, e.Name()))
 	}
-	if len(stale) == 0 {
-		return
-	}
-	points := mountPoints()
 	for _, dir := range stale {
-		for i := len(points) - 1; i >= 0; i-- {
-			if strings.HasPrefix(points[i], dir+"/") {
-				unix.Unmount(points[i], unix.MNT_DETACH)
+		// Each staged source is a mount on a folder of its own, N, in
+		// the start's folder: detach it (the loop takes mounts stacked
+		// on one point) and remove what is left.
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			for unix.Unmount(p, unix.MNT_DETACH) == nil {
 			}
 		}
 		os.RemoveAll(dir)
 	}
-}
-
-// mountPoints lists the mount points of den's mount namespace in the
-// order they were mounted.
-func mountPoints() []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) > 4 {
-			out = append(out, unescapeMount(f[4]))
-		}
-	}
-	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // stageBinds stages the rootfs and every bind of spec for a bwrap

@@ -24,29 +24,8 @@ const unprivBound = 5 * time.Minute
 // account and runs this very test binary as it.
 func TestConformanceUnprivileged(t *testing.T) {
 	u := sandboxtest.NewUser(t)
-	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := u.Install(t, self, "bwrap.test")
-	ctx, cancel := context.WithTimeout(context.Background(), unprivBound)
-	defer cancel()
-	cmd := u.Command(ctx, bin, "-test.run", "^TestConformance$", "-test.v", "-test.count=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("the suite as %s: still running after %v, killed\n%s", u.Name, unprivBound, out.String())
-	case err != nil:
-		t.Fatalf("the suite as %s (uid %d): %v\n%s", u.Name, u.UID, err, out.String())
-	case !strings.HasSuffix(out.String(), "\nPASS\n") || !strings.Contains(out.String(), "--- PASS: TestConformance "):
-		t.Fatalf("the suite as %s did not report PASS:\n%s", u.Name, out.String())
-	case strings.Contains(out.String(), "--- SKIP"):
-		t.Fatalf("the suite as %s skipped tests:\n%s", u.Name, out.String())
-	}
+	runAs(t, u, "TestConformance")
 	t.Logf("the conformance suite passed as %s (uid %d)", u.Name, u.UID)
 }
 
@@ -57,9 +36,16 @@ func TestConformanceUnprivileged(t *testing.T) {
 // range and runs TestSubordinateIDsInside as it.
 func TestSubordinateIDs(t *testing.T) {
 	u := sandboxtest.NewUser(t)
-	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "newuidmap", "uidmap")
 	first := u.AddSubIDs(t)
+	runAs(t, u, "TestSubordinateIDsInside", "DEN_TEST_SUBID="+strconv.FormatUint(uint64(first), 10), "DEN_TEST_UID="+strconv.Itoa(u.UID))
+}
+
+// runAs runs this test binary's test name as u, with env added, and
+// fails unless it passed without skipping anything.
+func runAs(t *testing.T, u *sandboxtest.User, name string, env ...string) {
+	t.Helper()
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -67,12 +53,20 @@ func TestSubordinateIDs(t *testing.T) {
 	bin := u.Install(t, self, "bwrap.test")
 	ctx, cancel := context.WithTimeout(context.Background(), unprivBound)
 	defer cancel()
-	cmd := u.Command(ctx, bin, "-test.run", "^TestSubordinateIDsInside$", "-test.v", "-test.count=1")
-	cmd.Env = append(cmd.Env, "DEN_TEST_SUBID="+strconv.FormatUint(uint64(first), 10), "DEN_TEST_UID="+strconv.Itoa(u.UID))
+	cmd := u.Command(ctx, bin, "-test.run", "^"+name+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil || !strings.Contains(out.String(), "--- PASS: TestSubordinateIDsInside") {
-		t.Fatalf("as %s with subordinate ids from %d: %v\n%s", u.Name, first, err, out.String())
+	err = cmd.Run()
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("%s as %s: still running after %v, killed\n%s", name, u.Name, unprivBound, out.String())
+	case err != nil:
+		t.Fatalf("%s as %s (uid %d): %v\n%s", name, u.Name, u.UID, err, out.String())
+	case !strings.HasSuffix(out.String(), "\nPASS\n") || !strings.Contains(out.String(), "--- PASS: "+name+" "):
+		t.Fatalf("%s as %s did not report PASS:\n%s", name, u.Name, out.String())
+	case strings.Contains(out.String(), "--- SKIP"):
+		t.Fatalf("%s as %s skipped tests:\n%s", name, u.Name, out.String())
 	}
 }
 
