@@ -223,7 +223,7 @@ func networkCheck(wanted bool) sandbox.Check {
 	ok, detail, fix := netns.Check()
 	c := sandbox.Check{Name: "network (own namespace)", OK: ok, Detail: detail, Fix: fix, Fatal: wanted}
 	if ok {
-		c.Detail = detail + "; the computer's network is its own (10.0.2.100 behind slirp4netns): the host's loopback and abstract sockets are out of reach; about 3 ms more per start"
+		c.Detail = detail + "; the computer's network is its own (10.0.2.100 behind slirp4netns): the host's loopback and abstract sockets are out of reach; about 4 ms more per start"
 	} else if !wanted {
 		c.Detail += " (this agent's network is off)"
 	}
