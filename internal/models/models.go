@@ -1,14 +1,9 @@
-// Package models knows den's models: a built-in catalog (context window,
-// output limit, modalities, thinking support, prices) that the config
-// file can override, the built-in providers and the environment
-// variables holding their keys, and the resolution of a model
-// reference ("provider/model", a group's name, or a comma-separated
-// chain) into concrete targets.
 package models
 
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"sort"
 	"strings"
@@ -25,6 +20,15 @@ type Info struct {
 	Thinking      bool
 	// Prices in USD per million tokens.
 	PriceInput, PriceOutput, PriceCacheRead, PriceCacheWrite float64
+	// Known says the catalog knows the model. When false, the window,
+	// output limit, image input and thinking are den's assumptions
+	// (unknown), less what the config's [models] table sets.
+	Known bool
+	// PricesKnown says every price above is known, from the catalog or
+	// the config's [models] table (all four prices for a model the
+	// catalog does not know). When false, Cost is not what the model
+	// costs, and a budget cannot rely on it.
+	PricesKnown bool
 }
 
 // Cost prices one request's usage.
@@ -33,29 +37,8 @@ func (i Info) Cost(u llm.Usage) float64 {
 		float64(u.CacheReadTokens)*i.PriceCacheRead + float64(u.CacheWriteTokens)*i.PriceCacheWrite) / 1e6
 }
 
-// catalog holds current models by their API name. Prices are list
-// prices at the time of writing; the config file overrides them.
-var catalog = map[string]Info{
-	"claude-opus-4-1":   {200_000, 32_000, true, true, 15, 75, 1.5, 18.75},
-	"claude-sonnet-4-5": {200_000, 64_000, true, true, 3, 15, 0.3, 3.75},
-	"claude-sonnet-4":   {200_000, 64_000, true, true, 3, 15, 0.3, 3.75},
-	"claude-haiku-4-5":  {200_000, 64_000, true, true, 1, 5, 0.1, 1.25},
-	"gpt-5":             {400_000, 128_000, true, true, 1.25, 10, 0.125, 0},
-	"gpt-5-mini":        {400_000, 128_000, true, true, 0.25, 2, 0.025, 0},
-	"gpt-5-nano":        {400_000, 128_000, true, true, 0.05, 0.4, 0.005, 0},
-	"gpt-4.1":           {1_047_576, 32_768, true, false, 2, 8, 0.5, 0},
-	"gpt-4.1-mini":      {1_047_576, 32_768, true, false, 0.4, 1.6, 0.1, 0},
-	"o3":                {200_000, 100_000, true, true, 2, 8, 0.5, 0},
-	"o4-mini":           {200_000, 100_000, true, true, 1.1, 4.4, 0.275, 0},
-	"gemini-2.5-pro":    {1_048_576, 65_536, true, true, 1.25, 10, 0.31, 0},
-	"gemini-2.5-flash":  {1_048_576, 65_536, true, true, 0.3, 2.5, 0.075, 0},
-	"deepseek-chat":     {128_000, 8_000, false, false, 0.27, 1.1, 0.07, 0},
-	"deepseek-reasoner": {128_000, 64_000, false, true, 0.55, 2.19, 0.14, 0},
-	"kimi-k2":           {128_000, 16_000, false, false, 0.6, 2.5, 0.15, 0},
-	"grok-4":            {256_000, 64_000, true, true, 3, 15, 0.75, 0},
-}
-
-// unknown is assumed of a model the catalog does not know.
+// unknown is assumed of a model the catalog does not know; whether it
+// takes images depends on its provider (imagesByDefault).
 var unknown = Info{ContextWindow: 128_000, MaxOutput: 8_192}
 
 // builtin are the providers den knows without configuration.
@@ -67,21 +50,27 @@ type builtin struct {
 	keyless      bool
 }
 
+// builtins' default models were checked on 2026-12-01 against each
+// provider's models and deprecations pages (see catalog). A lone
+// OPENAI_API_KEY defaults to the Responses API: Chat Completions
+// refuses function tools together with reasoning on GPT-5.4 and later
+// (GPT-6.2 Sol takes no effort of "none"), and den's agent always sends
+// tools.
 var builtins = map[string]builtin{
-	"anthropic":        {typ: "anthropic", keyEnvs: []string{"ANTHROPIC_API_KEY"}, baseEnv: "ANTHROPIC_BASE_URL", model: "claude-sonnet-4-5"},
-	"openai":           {typ: "openai", keyEnvs: []string{"OPENAI_API_KEY"}, baseEnv: "OPENAI_BASE_URL", model: "gpt-5"},
-	"openai-responses": {typ: "openai-responses", keyEnvs: []string{"OPENAI_API_KEY"}, baseEnv: "OPENAI_BASE_URL", model: "gpt-5"},
-	"gemini":           {typ: "gemini", keyEnvs: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, baseEnv: "GEMINI_BASE_URL", model: "gemini-2.5-pro"},
-	"openrouter":       {typ: "openai", baseURL: "https://openrouter.ai/api/v1", keyEnvs: []string{"OPENROUTER_API_KEY"}, model: "anthropic/claude-sonnet-4.5"},
-	"deepseek":         {typ: "openai", baseURL: "https://api.deepseek.com", keyEnvs: []string{"DEEPSEEK_API_KEY"}, model: "deepseek-chat"},
-	"moonshot":         {typ: "openai", baseURL: "https://api.moonshot.ai/v1", keyEnvs: []string{"MOONSHOT_API_KEY", "KIMI_API_KEY"}, model: "kimi-k2"},
-	"xai":              {typ: "openai", baseURL: "https://api.x.ai/v1", keyEnvs: []string{"XAI_API_KEY"}, model: "grok-4"},
-	"groq":             {typ: "openai", baseURL: "https://api.groq.com/openai/v1", keyEnvs: []string{"GROQ_API_KEY"}, model: "llama-3.3-70b-versatile"},
+	"anthropic":        {typ: "anthropic", keyEnvs: []string{"ANTHROPIC_API_KEY"}, baseEnv: "ANTHROPIC_BASE_URL", model: "claude-sonnet-5-5"},
+	"openai":           {typ: "openai", keyEnvs: []string{"OPENAI_API_KEY"}, baseEnv: "OPENAI_BASE_URL"},
+	"openai-responses": {typ: "openai-responses", keyEnvs: []string{"OPENAI_API_KEY"}, baseEnv: "OPENAI_BASE_URL", model: "gpt-6.2-sol"},
+	"gemini":           {typ: "gemini", keyEnvs: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, baseEnv: "GEMINI_BASE_URL", model: "gemini-3.8-flash"},
+	"openrouter":       {typ: "openai", baseURL: "https://openrouter.ai/api/v1", keyEnvs: []string{"OPENROUTER_API_KEY"}, model: "anthropic/claude-sonnet-5.5"},
+	"deepseek":         {typ: "openai", baseURL: "https://api.deepseek.com", keyEnvs: []string{"DEEPSEEK_API_KEY"}, model: "deepseek-flash"},
+	"moonshot":         {typ: "openai", baseURL: "https://api.moonshot.ai/v1", keyEnvs: []string{"MOONSHOT_API_KEY", "KIMI_API_KEY"}, model: "kimi-k3"},
+	"xai":              {typ: "openai", baseURL: "https://api.x.ai/v1", keyEnvs: []string{"XAI_API_KEY"}, model: "grok-4.7"},
+	"groq":             {typ: "openai", baseURL: "https://api.groq.com/openai/v1", keyEnvs: []string{"GROQ_API_KEY"}, model: "openai/gpt-oss-120b"},
 	"ollama":           {typ: "openai", baseURL: "http://localhost:11434/v1", keyless: true},
 }
 
 // defaultOrder is the order in which a lone key picks the default model.
-var defaultOrder = []string{"anthropic", "openai", "gemini", "openrouter", "deepseek", "moonshot", "xai", "groq"}
+var defaultOrder = []string{"anthropic", "openai-responses", "gemini", "openrouter", "deepseek", "moonshot", "xai", "groq"}
 
 // Errors.
 var (
@@ -154,7 +143,7 @@ func (r *Resolver) target(ref string) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	return Target{Ref: ref, Provider: p, Model: model, Info: r.info(ref, model)}, nil
+	return Target{Ref: ref, Provider: p, Model: model, Info: r.info(p, ref, model)}, nil
 }
 
 // provider builds the named provider from config or the built-ins.
@@ -202,44 +191,125 @@ func (r *Resolver) firstEnv(names []string) string {
 }
 
 // info finds catalog facts, applying the config's overrides.
-func (r *Resolver) info(ref, model string) Info {
-	i, ok := catalog[model]
+func (r *Resolver) info(p llm.Provider, ref, model string) Info {
+	i, _, ok := lookup(model)
 	if !ok {
-		// OpenRouter-style ids ("anthropic/claude-sonnet-4.5").
-		base := model[strings.LastIndexByte(model, '/')+1:]
-		if i, ok = catalog[strings.ReplaceAll(base, ".", "-")]; !ok {
-			i = unknown
+		i = unknown
+		i.Images = imagesByDefault(p)
+	}
+	o, ok := r.Config.Models[ref]
+	if !ok {
+		return i
+	}
+	if o.ContextWindow > 0 {
+		i.ContextWindow = o.ContextWindow
+	}
+	if o.MaxOutput > 0 {
+		i.MaxOutput = o.MaxOutput
+	}
+	if len(o.Input) > 0 {
+		i.Images = false
+		for _, in := range o.Input {
+			if in == "image" {
+				i.Images = true
+			}
 		}
 	}
-	if o, ok := r.Config.Models[ref]; ok {
-		if o.ContextWindow > 0 {
-			i.ContextWindow = o.ContextWindow
+	if o.Thinking != nil {
+		i.Thinking = *o.Thinking
+	}
+	set := func(dst *float64, src *float64) {
+		if src != nil {
+			*dst = *src
 		}
-		if o.MaxOutput > 0 {
-			i.MaxOutput = o.MaxOutput
-		}
-		if len(o.Input) > 0 {
-			i.Images = false
-			for _, in := range o.Input {
-				if in == "image" {
-					i.Images = true
-				}
-			}
-		}
-		if o.Thinking != nil {
-			i.Thinking = *o.Thinking
-		}
-		set := func(dst *float64, src *float64) {
-			if src != nil {
-				*dst = *src
-			}
-		}
-		set(&i.PriceInput, o.PriceInput)
-		set(&i.PriceOutput, o.PriceOutput)
-		set(&i.PriceCacheRead, o.PriceCacheRead)
-		set(&i.PriceCacheWrite, o.PriceCacheWrite)
+	}
+	set(&i.PriceInput, o.PriceInput)
+	set(&i.PriceOutput, o.PriceOutput)
+	set(&i.PriceCacheRead, o.PriceCacheRead)
+	set(&i.PriceCacheWrite, o.PriceCacheWrite)
+	if len(missingPrices(o)) == 0 {
+		i.PricesKnown = true
 	}
 	return i
+}
+
+// imagesByDefault says whether a model the catalog does not know is
+// sent images: yes on the APIs that take them (Anthropic, OpenAI's two,
+// Gemini, and OpenRouter, which converts for the models behind it), no
+// on other OpenAI-compatible servers (DeepSeek, Groq, Moonshot, xAI,
+// Ollama, a local server), where an image the model cannot read fails
+// the request. The config's input setting decides otherwise.
+func imagesByDefault(p llm.Provider) bool {
+	switch p.Type {
+	case "anthropic", "openai-responses", "gemini":
+		return true
+	case "openai":
+		if p.Name == "openai" || p.Name == "openrouter" || p.BaseURL == "" {
+			return true
+		}
+		u, err := url.Parse(p.BaseURL)
+		return err == nil && (u.Hostname() == "api.openai.com" || u.Hostname() == "openrouter.ai")
+	}
+	return false
+}
+
+// missingPrices lists the config keys of the prices o leaves unset.
+func missingPrices(o config.Model) []string {
+	var keys []string
+	for _, p := range []struct {
+		key string
+		v   *float64
+	}{{"price_input", o.PriceInput}, {"price_output", o.PriceOutput}, {"price_cache_read", o.PriceCacheRead}, {"price_cache_write", o.PriceCacheWrite}} {
+		if p.v == nil {
+			keys = append(keys, p.key)
+		}
+	}
+	return keys
+}
+
+// Explain says, in one line for a person, what den assumed about the
+// model of t because neither the catalog nor the config knows it, and
+// which [models] keys in the config would tell den instead. It is empty
+// when nothing den needs (window, output limit, image input, prices) is
+// assumed.
+func (r *Resolver) Explain(t Target) string {
+	if t.Info.Known {
+		return ""
+	}
+	o := r.Config.Models[t.Ref]
+	var assumed, keys []string
+	if o.ContextWindow <= 0 {
+		assumed = append(assumed, fmt.Sprintf("a %d-token context window", t.Info.ContextWindow))
+		keys = append(keys, "context_window = …")
+	}
+	if o.MaxOutput <= 0 {
+		assumed = append(assumed, fmt.Sprintf("at most %d output tokens", t.Info.MaxOutput))
+		keys = append(keys, "max_output = …")
+	}
+	if len(o.Input) == 0 {
+		if t.Info.Images {
+			assumed = append(assumed, "image input (as its provider takes images)")
+			keys = append(keys, `input = ["text"]`)
+		} else {
+			assumed = append(assumed, "no image input")
+			keys = append(keys, `input = ["text", "image"]`)
+		}
+	}
+	if !t.Info.PricesKnown {
+		assumed = append(assumed, "no prices (its cost counts as $0, so budgets do not limit it)")
+		for _, k := range missingPrices(o) {
+			keys = append(keys, k+" = …")
+		}
+	}
+	if len(assumed) == 0 {
+		return ""
+	}
+	if o.Thinking == nil {
+		assumed = append(assumed, "no thinking")
+		keys = append(keys, "thinking = true")
+	}
+	return fmt.Sprintf("den does not know the model %q and assumes %s; to tell den, set [models.%q] %s in the config (prices in USD per million tokens)",
+		t.Ref, strings.Join(assumed, ", "), t.Ref, strings.Join(keys, ", "))
 }
 
 // Default picks the model when neither the command line nor the agent
