@@ -120,5 +120,65 @@ func (s *Store) AgentUsage(ctx context.Context, agent string, since time.Time) (
 	return u, nil
 }
 
+// CacheHitRate is the share of u's input served from the prompt cache:
+// cache reads over all input tokens (uncached, cache reads and cache
+// writes), from 0 to 1; 0 when there was no input.
+func (u Usage) CacheHitRate() float64 {
+	total := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+	if total <= 0 {
+		return 0
+	}
+	return float64(u.CacheReadTokens) / float64(total)
+}
+
+// SessionTotal is one session's part of an agent's usage.
+type SessionTotal struct {
+	Session string // "": the agent's deleted sessions, together
+	Title   string
+	Usage
+}
+
+// AgentUsageBySession returns an agent's usage recorded at or after
+// since (zero: all of it) summed per session, the sessions with the
+// most input (uncached, cache reads and writes) first, ties newest
+// first; at most limit of them (limit <= 0: all). The records of
+// deleted sessions are summed as one, with Session "".
+func (s *Store) AgentUsageBySession(ctx context.Context, agent string, since time.Time, limit int) ([]SessionTotal, error) {
+	from := int64(math.MinInt64)
+	if !since.IsZero() {
+		from = since.UnixNano()
+	}
+	if limit <= 0 {
+		limit = -1 // no limit, in SQLite
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT coalesce(u.session_id, ''), coalesce(max(s.title), ''), count(*),
+			sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens),
+			sum(u.cost_micro_usd)
+		FROM usage u LEFT JOIN sessions s ON s.id = u.session_id
+		WHERE u.agent = ? AND u.created_at >= ?
+		GROUP BY u.session_id
+		ORDER BY sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) DESC, u.session_id DESC
+		LIMIT ?`, agent, from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: usage of agent %s by session: %w", agent, err)
+	}
+	defer rows.Close()
+	var list []SessionTotal
+	for rows.Next() {
+		var t SessionTotal
+		var micro int64
+		if err := rows.Scan(&t.Session, &t.Title, &t.Requests, &t.InputTokens, &t.OutputTokens,
+			&t.CacheReadTokens, &t.CacheWriteTokens, &micro); err != nil {
+			return nil, fmt.Errorf("store: usage of agent %s by session: %w", agent, err)
+		}
+		t.CostUSD = fromMicros(micro)
+		list = append(list, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: usage of agent %s by session: %w", agent, err)
+	}
+	return list, nil
+}
+
 func toMicros(usd float64) int64 { return int64(math.Round(usd * 1e6)) }
 func fromMicros(m int64) float64 { return float64(m) / 1e6 }

@@ -22,7 +22,17 @@
 //     "vendor/" prefix stripped (OpenRouter). Other models ignore the level.
 //   - MaxTokens is max_completion_tokens on OpenAI itself (BaseURL empty
 //     or api.openai.com) and max_tokens elsewhere, which every compatible
-//     server accepts. CacheKey becomes prompt_cache_key on OpenAI only.
+//     server accepts.
+//   - CacheKey (set: cache the stable prefix) becomes prompt_cache_key on
+//     OpenAI itself, whose models cache by themselves. For a Claude model
+//     on any other server ("claude-...", "anthropic/claude-...", as
+//     OpenRouter and other gateways name them) it places Anthropic
+//     cache_control {"type": "ephemeral"} breakpoints the way OpenRouter
+//     documents them: the system prompt, and the last message of each of
+//     the last two user turns, their content sent as arrays of text
+//     parts — three breakpoints, under Anthropic's four. Other models on
+//     other servers get neither, so servers that know neither field never
+//     see one.
 //   - stream_options.include_usage is always asked for.
 //
 // Stream: tool calls are assembled by their wire index (id and name in
@@ -37,9 +47,12 @@
 // so the echo DeepSeek insists on is kept. Finish reasons map stop →
 // end_turn (tool_use when calls arrived, for gateways that say stop),
 // tool_calls → tool_use, length → max_tokens, content_filter → refusal.
-// Usage comes from the final chunk: InputTokens is prompt_tokens minus
-// cached (and cache-write) tokens. Done is sent once the stream has
-// ended, after Usage.
+// Usage comes from the final chunk: cache reads from
+// prompt_tokens_details.cached_tokens (or DeepSeek's
+// prompt_cache_hit_tokens, or LiteLLM's cache_read_input_tokens), cache
+// writes from prompt_tokens_details.cache_write_tokens (OpenRouter) or
+// cache_creation_input_tokens (LiteLLM), and InputTokens is prompt_tokens
+// minus both. Done is sent once the stream has ended, after Usage.
 //
 // Errors: HTTP errors become *llm.APIError (with the Retry-After hint);
 // an error object inside the stream becomes *llm.APIError with Status 0;

@@ -18,7 +18,8 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 		Model:         req.Model,
 		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)},
 	}
-	msgs, err := messages(req.System, req.Messages)
+	cache := req.CacheKey != "" && !m.official && claudeModel(req.Model)
+	msgs, err := messages(req.System, req.Messages, cache)
 	if err != nil {
 		return p, err
 	}
@@ -57,6 +58,18 @@ func ReasoningModel(model string) bool {
 	return openaiapi.ReasoningModel(model)
 }
 
+// claudeModel reports whether model names one of Anthropic's Claude
+// models, as gateways spell them: "claude-...", "anthropic/claude-...",
+// "~anthropic/claude-...-latest" (OpenRouter) or a Bedrock-style
+// "[region.]anthropic.claude-...".
+func claudeModel(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return strings.HasPrefix(m, "claude") || strings.Contains(m, "anthropic.claude")
+}
+
 // message is one wire message before conversion, so that consecutive
 // messages of one role can merge.
 type message struct {
@@ -66,10 +79,24 @@ type message struct {
 	calls     []openai.ChatCompletionMessageToolCallUnionParam
 	reasoning *strings.Builder // assistant; nil: no echo
 	callID    string           // tool
+	cache     bool             // carries a cache breakpoint (see markCache)
 }
 
-// messages converts den's conversation into Chat Completions messages.
-func messages(system string, in []llm.Message) ([]openai.ChatCompletionMessageParamUnion, error) {
+// sent reports whether m goes on the wire: empty user and assistant
+// messages are left out.
+func (m *message) sent() bool {
+	switch m.role {
+	case "user":
+		return len(m.parts) > 0
+	case "assistant":
+		return m.text.Len() > 0 || len(m.calls) > 0
+	}
+	return true
+}
+
+// messages converts den's conversation into Chat Completions messages;
+// with cache set it places the cache breakpoints markCache describes.
+func messages(system string, in []llm.Message, cache bool) ([]openai.ChatCompletionMessageParamUnion, error) {
 	var out []*message
 	last := func(role string) *message {
 		if n := len(out); n > 0 && out[n-1].role == role {
@@ -158,21 +185,30 @@ func messages(system string, in []llm.Message) ([]openai.ChatCompletionMessagePa
 			return nil, fmt.Errorf("message %d: unknown role %q", i, msg.Role)
 		}
 	}
+	if cache {
+		markCache(out)
+	}
 	params := make([]openai.ChatCompletionMessageParamUnion, 0, len(out))
 	for _, m := range out {
+		if !m.sent() {
+			continue // nothing a server would accept
+		}
 		switch m.role {
 		case "system":
-			params = append(params, openai.SystemMessage(m.text.String()))
+			if m.cache {
+				params = append(params, openai.SystemMessage([]openai.ChatCompletionContentPartTextParam{cachedText(m.text.String())}))
+			} else {
+				params = append(params, openai.SystemMessage(m.text.String()))
+			}
 		case "user":
-			if len(m.parts) > 0 {
-				params = append(params, openai.UserMessage(m.parts))
-			}
+			params = append(params, openai.UserMessage(m.parts))
 		case "tool":
-			params = append(params, openai.ToolMessage(m.text.String(), m.callID))
-		case "assistant":
-			if m.text.Len() == 0 && len(m.calls) == 0 {
-				continue // nothing a server would accept
+			if m.cache {
+				params = append(params, openai.ToolMessage([]openai.ChatCompletionContentPartTextParam{cachedText(m.text.String())}, m.callID))
+			} else {
+				params = append(params, openai.ToolMessage(m.text.String(), m.callID))
 			}
+		case "assistant":
 			a := openai.ChatCompletionAssistantMessageParam{ToolCalls: m.calls}
 			if m.text.Len() > 0 {
 				a.Content.OfString = param.NewOpt(m.text.String())
@@ -184,6 +220,83 @@ func messages(system string, in []llm.Message) ([]openai.ChatCompletionMessagePa
 		}
 	}
 	return params, nil
+}
+
+// markCache places Anthropic prompt-cache breakpoints, for a Claude
+// model behind a Chat Completions gateway, the way OpenRouter documents
+// them (openrouter.ai/docs/guides/best-practices/prompt-caching,
+// "Anthropic Claude"): cache_control {"type": "ephemeral"} on a text
+// content part, the message's content sent as an array of parts; at
+// most four breakpoints. At most three are used, placed as the anthropic
+// adapter places them on its native API:
+//
+//   - the system prompt, sent as one text part: Anthropic's prefix runs
+//     tools, system, messages, so this caches the tool definitions too;
+//   - the last message of each of the last two user turns, a user turn
+//     being the run of user and tool messages between two assistant
+//     messages (a gateway folds the run into one Anthropic user
+//     message). The earlier one reads the prefix the previous request
+//     wrote; the last one writes the prefix the next request of an agent
+//     loop reads. A user message carries the breakpoint on its last text
+//     part; a tool message's text becomes one text part carrying it
+//     (OpenRouter accepts cache_control on text parts of tool messages;
+//     its maintainers confirm it in earendil-works/pi#6941). A message
+//     with no text to mark passes the breakpoint to the one before it in
+//     the turn.
+//
+// Images are never marked: OpenRouter documents breakpoints on text
+// parts only. The markers depend only on the conversation, so the same
+// history gets the same bytes on every request, which the cache needs.
+func markCache(out []*message) {
+	for _, m := range out {
+		if m.role == "system" && m.text.Len() > 0 {
+			m.cache = true
+		}
+	}
+	turns := 0
+	marked := false // the current turn has its breakpoint
+	for i := len(out) - 1; i >= 0 && turns < 2; i-- {
+		m := out[i]
+		if !m.sent() {
+			continue
+		}
+		switch m.role {
+		case "assistant", "system":
+			if marked {
+				turns++
+			}
+			marked = false
+			continue
+		}
+		if marked {
+			continue
+		}
+		switch m.role {
+		case "tool":
+			marked = m.text.Len() > 0
+			m.cache = marked
+		case "user":
+			for j := len(m.parts) - 1; j >= 0 && !marked; j-- {
+				if t := m.parts[j].OfText; t != nil && t.Text != "" {
+					t.SetExtraFields(cacheControl())
+					marked = true
+				}
+			}
+		}
+	}
+}
+
+// cacheControl is the extra field that makes a content part a cache
+// breakpoint.
+func cacheControl() map[string]any {
+	return map[string]any{"cache_control": map[string]string{"type": "ephemeral"}}
+}
+
+// cachedText is a text part carrying a cache breakpoint.
+func cachedText(text string) openai.ChatCompletionContentPartTextParam {
+	p := openai.ChatCompletionContentPartTextParam{Text: text}
+	p.SetExtraFields(cacheControl())
+	return p
 }
 
 // toolText is a tool result's text parts, joined by newlines.

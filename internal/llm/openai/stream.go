@@ -163,22 +163,44 @@ func (s *state) stop() llm.StopReason {
 	return llm.StopOther
 }
 
-// usage maps a usage object. DeepSeek reports cache hits as
-// prompt_cache_hit_tokens instead of prompt_tokens_details.
+// usage maps a usage object. prompt_tokens counts every prompt token,
+// cache reads and writes included. Cache reads are
+// prompt_tokens_details.cached_tokens (OpenAI, OpenRouter), else
+// DeepSeek's prompt_cache_hit_tokens, else LiteLLM's Anthropic-style
+// cache_read_input_tokens; cache writes are
+// prompt_tokens_details.cache_write_tokens (OpenRouter), else LiteLLM's
+// cache_creation_input_tokens.
 func usage(u *openai.CompletionUsage) *llm.Usage {
 	read := u.PromptTokensDetails.CachedTokens
 	if read == 0 {
-		if f, ok := u.JSON.ExtraFields["prompt_cache_hit_tokens"]; ok {
-			read, _ = strconv.ParseInt(f.Raw(), 10, 64)
-		}
+		read = extraInt(u, "prompt_cache_hit_tokens")
+	}
+	if read == 0 {
+		read = extraInt(u, "cache_read_input_tokens")
 	}
 	write := u.PromptTokensDetails.CacheWriteTokens
+	if write == 0 {
+		write = extraInt(u, "cache_creation_input_tokens")
+	}
 	return &llm.Usage{
 		InputTokens:      max(0, u.PromptTokens-read-write),
 		OutputTokens:     u.CompletionTokens,
 		CacheReadTokens:  read,
 		CacheWriteTokens: write,
 	}
+}
+
+// extraInt is a non-standard integer field of a usage object, or 0.
+func extraInt(u *openai.CompletionUsage, name string) int64 {
+	f, ok := u.JSON.ExtraFields[name]
+	if !ok {
+		return 0
+	}
+	n, err := strconv.ParseInt(f.Raw(), 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // jsonString decodes raw when it is a JSON string.
