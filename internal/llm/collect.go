@@ -10,7 +10,8 @@ type Turn struct {
 	Message Message // the assistant message, parts in stream order
 	Usage   Usage
 	Stop    StopReason
-	Done    bool // a Done event arrived
+	Done    bool   // a Done event arrived
+	Model   string // the model that answered (the last *Answered), "" when the stream did not say
 }
 
 // Collector assembles a turn from stream events. Text deltas are kept
@@ -68,6 +69,8 @@ func (c *Collector) Add(ev Event) {
 	case *Done:
 		c.turn.Stop = e.Stop
 		c.turn.Done = true
+	case *Answered:
+		c.turn.Model = e.Model
 	case *Retry:
 		*c = Collector{}
 	}

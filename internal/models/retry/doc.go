@@ -58,9 +58,10 @@
 // (0 when moving to another target), Reason is "class: error", Model
 // the ref the next attempt uses. Consumers drop what a failed attempt
 // streamed when they see the Retry (llm.Collector does). A stream that
-// ends without *llm.Done counts as a network failure. Model.Answered is
-// set to the target whose Done completed the turn, before that Done is
-// yielded.
+// ends without *llm.Done counts as a network failure. The last
+// *llm.Answered before the Done names the target that answered the
+// turn; the Model keeps no record of it, so that concurrent turns (a
+// summary beside a conversation) cannot read each other's.
 //
 // # Stalls
 //

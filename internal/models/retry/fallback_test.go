@@ -76,8 +76,8 @@ func TestFallbackOnAuth(t *testing.T) {
 		t.Errorf("member 1 asked %d times, want 1", n)
 	}
 	checkTurn(t, r.turn, wantTurn(t, openaiAPI))
-	if m.Answered.Ref != b.Ref {
-		t.Errorf("Answered = %q, want %q", m.Answered.Ref, b.Ref)
+	if r.turn.Model != b.Ref {
+		t.Errorf("Answered = %q, want %q", r.turn.Model, b.Ref)
 	}
 }
 
@@ -136,8 +136,8 @@ func TestStrategyAlways(t *testing.T) {
 	if len(sl.got()) != 0 {
 		t.Errorf("slept %v", sl.got())
 	}
-	if m.Answered.Ref != b.Ref {
-		t.Errorf("Answered = %q, want %q", m.Answered.Ref, b.Ref)
+	if r.turn.Model != b.Ref {
+		t.Errorf("Answered = %q, want %q", r.turn.Model, b.Ref)
 	}
 }
 
@@ -267,8 +267,8 @@ func TestExhausted(t *testing.T) {
 	checkRetries(t, r.retries(),
 		llm.Retry{Delay: 0, Reason: "auth", Model: c.Ref},
 		llm.Retry{Delay: time.Second, Reason: "server", Model: c.Ref})
-	if m.Answered.Ref != "" {
-		t.Errorf("Answered = %q after a failed turn", m.Answered.Ref)
+	if r.turn.Done {
+		t.Errorf("a failed turn is done (answered by %q)", r.turn.Model)
 	}
 }
 
@@ -295,8 +295,8 @@ func TestUnknownEnds(t *testing.T) {
 	}
 	// With "always", it falls over.
 	m.Strategy = StrategyAlways
-	if r := stream(t.Context(), m); r.err != nil || m.Answered.Ref != anthropicAPI.target("", "").Ref {
-		t.Errorf("always: err = %v, answered %q", r.err, m.Answered.Ref)
+	if r := stream(t.Context(), m); r.err != nil || r.turn.Model != anthropicAPI.target("", "").Ref {
+		t.Errorf("always: err = %v, answered %q", r.err, r.turn.Model)
 	}
 }
 

@@ -177,8 +177,8 @@ func TestFaultMatrix(t *testing.T) {
 					t.Errorf("the failed attempt streamed no text: the case does not test dropping it")
 				}
 				checkTurn(t, r.turn, want)
-				if m.Answered.Ref != target.Ref {
-					t.Errorf("Answered = %q, want %q", m.Answered.Ref, target.Ref)
+				if r.turn.Model != target.Ref {
+					t.Errorf("Answered = %q, want %q", r.turn.Model, target.Ref)
 				}
 				if n := len(srv.fake.Requests()); n != len(fc.want)+1 {
 					t.Errorf("%d requests, want %d", n, len(fc.want)+1)

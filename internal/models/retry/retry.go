@@ -66,8 +66,10 @@ const (
 )
 
 // Model is an llm.Model that retries and falls back over its targets.
-// It is safe for sequential turns; Answered is written by Stream, so
-// concurrent turns on one Model must not read it.
+// It holds no state between turns and is safe for concurrent use: which
+// target answered a turn is in the turn's own stream (the last
+// *llm.Answered before Done, which llm.Collector keeps as Turn.Model);
+// Target looks up what den knows of it.
 type Model struct {
 	// Targets are tried in order. One with no API key is skipped unless
 	// its base URL is a server on this machine.
@@ -80,8 +82,18 @@ type Model struct {
 	Strategy string
 	// Sleep waits d or until ctx ends; nil means a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Answered is the target whose Done ended the last turn.
-	Answered models.Target
+}
+
+// Target returns the target whose ref is ref (as a turn's
+// *llm.Answered names it): its window, modalities and prices. ok is
+// false for a ref that is none of the model's.
+func (m *Model) Target(ref string) (models.Target, bool) {
+	for _, t := range m.Targets {
+		if t.Ref == ref {
+			return t, true
+		}
+	}
+	return models.Target{}, false
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -241,7 +253,6 @@ func (r *run) attempt(ctx context.Context, i int, req *llm.Request, yield func(l
 			if !content && e.Stop == llm.StopEndTurn {
 				return false, fmt.Errorf("%s: %w: the turn ended with nothing in it", t.Ref, llm.ErrEmpty)
 			}
-			r.m.Answered = t
 			return !yield(ev, nil), nil
 		}
 		if !yield(ev, nil) {
