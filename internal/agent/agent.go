@@ -1,13 +1,25 @@
-// Package agent is den's loop: it streams a turn from the model, runs
-// the tool calls the turn asked for in the agent's computer, commits the
-// assistant message and its tool results together, and repeats until
-// the model ends its turn, a limit is reached, or the run is canceled.
+// Package agent is den's loop: it streams a turn from the model, commits
+// the assistant message, runs the tool calls the turn asked for in the
+// agent's computer, commits their results, and repeats until the model
+// ends its turn, a limit is reached, or the run is canceled.
 //
 // Invariants:
-//   - Every tool call in committed history has exactly one result: a
-//     turn's assistant message and its results are appended in one
-//     transaction, and a canceled turn commits synthetic results.
-//   - Tool results are returned in call order, however the calls ran.
+//   - Write-ahead: a turn's assistant message, with its calls, is
+//     committed before any call runs; each call's start, the tail of its
+//     output and its result are recorded as they happen; the message
+//     with every result is committed when the last call ends. A den
+//     killed meanwhile leaves calls without results, which Repair (at
+//     the next run, or the daemon's start) answers as interrupted, with
+//     how long they ran and what they printed: the model knows what
+//     already ran.
+//   - Every tool call in committed history is answered by the next
+//     message; a canceled turn commits synthetic results.
+//   - Tool results are returned in call order, however the calls ran;
+//     calls that may affect each other run in call order (see
+//     Tools.Concurrent).
+//   - Every request is recorded with the model that answered it: the
+//     assistant message carries its model and usage, priced by that
+//     model (Config.Cost), never by a shared "last answered" value.
 //   - Events reach Emit in the order they happened; Emit must not block.
 package agent
 
@@ -25,23 +37,93 @@ import (
 
 // Store is the part of den's state the loop needs.
 type Store interface {
-	Append(ctx context.Context, sessionID string, msgs ...llm.Message) ([]string, error)
 	History(ctx context.Context, sessionID string) ([]llm.Message, error)
+	// Append stores msgs below the session's head in one transaction,
+	// with what meta says of them, and returns their ids.
+	Append(ctx context.Context, sessionID string, meta Meta, msgs ...llm.Message) ([]string, error)
+	// CallStarted and CallOutput record, lazily synced, that a call of
+	// the assistant message messageID started, and that it was still
+	// running at a time, having printed tail last.
+	CallStarted(ctx context.Context, messageID, callID string, at time.Time) error
+	CallOutput(ctx context.Context, messageID, callID, tail string, at time.Time) error
+	// CallFinished records a call's result durably, before the message
+	// holding the turn's results.
+	CallFinished(ctx context.Context, messageID string, r CallRecord) error
+	// OpenCalls returns the session's head message when it is an
+	// assistant message whose calls have no results message, with what
+	// was recorded of each ("" when there is none).
+	OpenCalls(ctx context.Context, sessionID string) (messageID string, calls []OpenCall, err error)
+}
+
+// Meta is what the loop knows of messages it stores.
+type Meta struct {
+	// Model is the model that answered (for an assistant message).
+	Model string
+	// Usage is the request that produced the assistant message, priced
+	// at CostUSD, which took Latency.
+	Usage   *llm.Usage
+	CostUSD float64
+	Latency time.Duration
+	// Deliver adds the messages queued for the session to the last
+	// message (a user message), in the same transaction; Delivered, when
+	// set, receives how many there were.
+	Deliver   bool
+	Delivered *int
+}
+
+// CallRecord is a finished call.
+type CallRecord struct {
+	Result   llm.ToolResult
+	Duration time.Duration
+	ExitCode *int
+}
+
+// OpenCall is a call den stopped before it was answered.
+type OpenCall struct {
+	Call     llm.ToolCall
+	Started  time.Time       // zero: it never started
+	Seen     time.Time       // the last time den saw it running; zero: unknown
+	Result   *llm.ToolResult // it finished: its result
+	Duration time.Duration
+	ExitCode *int
+	Output   string // the tail of what it printed
 }
 
 // Tools runs the model's tool calls.
 type Tools interface {
 	Specs() []llm.Tool
-	// ReadOnly says whether call may run beside others (reads, and shell
-	// commands, which then get a fresh process each).
+	// Concurrent says whether call may run beside the other calls of
+	// its turn: it reads only, and nothing another call does can change
+	// what it sees (file reads; shell commands that read only and do not
+	// change the shell's own state). Every other call runs alone, in
+	// call order.
 	Concurrent(call *llm.ToolCall) bool
-	Call(ctx context.Context, call *llm.ToolCall, concurrent bool) llm.ToolResult
+	Call(ctx context.Context, call *llm.ToolCall, o CallOptions) Outcome
+}
+
+// CallOptions are how one call runs.
+type CallOptions struct {
+	// Concurrent says the call runs beside others (shell commands then
+	// run as fresh processes).
+	Concurrent bool
+	// Output receives what the call prints, as it prints it (for the
+	// write-ahead record); it must not block.
+	Output func(text string)
+}
+
+// Outcome is a call's result and what else it left.
+type Outcome struct {
+	Result   llm.ToolResult
+	ExitCode *int // a shell command's exit status
 }
 
 // Config is one run's wiring.
 type Config struct {
-	Model     llm.Model
+	Model llm.Model
+	// ModelName is the API name of the first model tried; ModelRef its
+	// reference (provider/model), which prices estimates.
 	ModelName string
+	ModelRef  string
 	Store     Store
 	Tools     Tools
 	System    string
@@ -50,10 +132,12 @@ type Config struct {
 	Thinking  llm.ThinkingLevel
 	// Emit receives the run's events.
 	Emit func(Event)
-	// OnUsage is told about each request's usage (for storage).
-	OnUsage func(u llm.Usage, latency time.Duration)
-	// Cost prices a request's usage in USD (nil: unknown, 0).
-	Cost func(u llm.Usage) float64
+	// OnUsage is told about a request's usage that no stored message
+	// carries (a stream that failed after it was billed).
+	OnUsage func(model string, u llm.Usage, latency time.Duration)
+	// Cost prices a request's usage in USD by the model that answered
+	// it (nil: unknown, 0).
+	Cost func(model string, u llm.Usage) float64
 	// MaxParallel bounds tool calls running at once (0: 10).
 	MaxParallel int
 	// Budget stops the run before a request would cross it.
@@ -63,6 +147,13 @@ type Config struct {
 	Context *Context
 	// LoopGuard sets the loop detector's thresholds (zero: defaults).
 	LoopGuard loopguard.Config
+}
+
+func (cfg *Config) cost(model string, u llm.Usage) float64 {
+	if cfg.Cost == nil {
+		return 0
+	}
+	return cfg.Cost(model, u)
 }
 
 // DefaultMaxTurns bounds the model turns of one run.
@@ -90,11 +181,12 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	if cfg.Emit == nil {
 		cfg.Emit = func(Event) {}
 	}
-	prompt, err := repair(ctx, cfg.Store, sessionID, prompt)
-	if err != nil {
+	if n, err := Repair(ctx, cfg.Store, sessionID); err != nil {
 		return Result{}, err
+	} else if n > 0 {
+		cfg.Emit(&WarningEvent{Message: fmt.Sprintf("%d tool call(s) of the last turn were interrupted when den stopped; the model is told", n)})
 	}
-	if _, err := cfg.Store.Append(ctx, sessionID, prompt); err != nil {
+	if err := appendUser(ctx, cfg, sessionID, prompt); err != nil {
 		return Result{}, fmt.Errorf("agent: save prompt: %w", err)
 	}
 	var res Result
@@ -108,16 +200,20 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 			return res, err
 		}
 		res.Stop, res.Text = turn.Stop, llm.TextOf(turn.Message)
+		ids, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, turn.meta, turn.Message)
+		if err != nil {
+			return res, fmt.Errorf("agent: save turn: %w", err)
+		}
 		calls := llm.Calls(turn.Message)
 		if len(calls) == 0 {
-			if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, turn.Message); err != nil {
-				return res, fmt.Errorf("agent: save answer: %w", err)
-			}
 			return res, nil
 		}
-		results := runCalls(ctx, cfg, guard, calls)
-		if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, turn.Message, results); err != nil {
-			return res, fmt.Errorf("agent: save turn: %w", err)
+		results, err := runCalls(ctx, cfg, guard, ids[0], calls)
+		if err != nil {
+			return res, err
+		}
+		if err := appendUser(ctx, cfg, sessionID, results); err != nil {
+			return res, fmt.Errorf("agent: save results: %w", err)
 		}
 		if ctx.Err() != nil {
 			return res, ErrCanceled
@@ -126,18 +222,38 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	return res, ErrMaxTurns
 }
 
+// appendUser stores a user message (a prompt, or a turn's results) with
+// the messages queued for the session (den-sessions send), which thus
+// reach the model at this turn boundary, never in the middle of a turn.
+func appendUser(ctx context.Context, cfg Config, sessionID string, msg llm.Message) error {
+	var n int
+	if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, Meta{Deliver: true, Delivered: &n}, msg); err != nil {
+		return err
+	}
+	if n > 0 {
+		cfg.Emit(&QueuedEvent{Delivered: n})
+	}
+	return nil
+}
+
+// turn is a streamed turn with what storing it needs.
+type turn struct {
+	llm.Turn
+	meta Meta
+}
+
 // step streams one model turn from the stored history.
-func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactions *int) (llm.Turn, error) {
+func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactions *int) (turn, error) {
 	msgs, use, err := request(ctx, cfg, sessionID, compactions)
 	if err != nil {
-		return llm.Turn{}, err
+		return turn{}, err
 	}
 	est := int64(use.Estimated)
 	if cfg.Context == nil {
 		est = int64(ctxwin.Estimate(msgs, cfg.System, cfg.Tools.Specs()))
 	}
-	if err := m.check(est, cfg.Cost); err != nil {
-		return llm.Turn{}, err
+	if err := m.check(est, func(u llm.Usage) float64 { return cfg.cost(cfg.ModelRef, u) }); err != nil {
+		return turn{}, err
 	}
 	req := &llm.Request{
 		Model:     cfg.ModelName,
@@ -164,36 +280,55 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 		c.Add(ev)
 		emitStream(cfg.Emit, ev)
 	}
-	turn := c.Turn()
-	if cfg.OnUsage != nil && (turn.Usage != llm.Usage{}) {
-		cfg.OnUsage(turn.Usage, time.Since(start))
-	}
-	if cfg.Context != nil && turn.Usage != (llm.Usage{}) {
-		w := cfg.Context.Window
-		w.Calibrator.Observe(w.Model, use.Raw, turn.Usage)
-	}
-	if turn.Usage != (llm.Usage{}) {
-		ev := &UsageEvent{Usage: turn.Usage, Context: use}
-		if cfg.Cost != nil {
-			ev.CostUSD = cfg.Cost(turn.Usage)
+	t := turn{Turn: c.Turn()}
+	t.meta.Model = firstNonEmpty(t.Model, cfg.ModelRef)
+	if t.Usage != (llm.Usage{}) {
+		u := t.Usage
+		t.meta.Usage, t.meta.Latency, t.meta.CostUSD = &u, time.Since(start), cfg.cost(t.meta.Model, u)
+		if cfg.Context != nil {
+			w := cfg.Context.Window
+			w.Calibrator.Observe(w.Model, use.Raw, u)
 		}
-		m.add(turn.Usage, ev.CostUSD)
-		cfg.Emit(ev)
+		m.add(u, t.meta.CostUSD)
+		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model})
 	}
 	switch {
 	case ctx.Err() != nil:
 		// Keep what was said; drop calls (none ran).
-		partial := textOnly(turn.Message)
+		partial := textOnly(t.Message)
 		if len(partial.Parts) > 0 {
-			cfg.Store.Append(context.WithoutCancel(ctx), sessionID, partial)
+			if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, t.meta, partial); err != nil {
+				return t, fmt.Errorf("agent: save the interrupted answer: %w", err)
+			}
+		} else if t.meta.Usage != nil {
+			t.unstored(cfg)
 		}
-		return turn, ErrCanceled
+		return t, ErrCanceled
 	case streamErr != nil:
-		return turn, streamErr
-	case !turn.Done:
-		return turn, fmt.Errorf("agent: %w: the stream ended without a stop reason", llm.ErrStream)
+		t.unstored(cfg)
+		return t, streamErr
+	case !t.Done:
+		t.unstored(cfg)
+		return t, fmt.Errorf("agent: %w: the stream ended without a stop reason", llm.ErrStream)
 	}
-	return turn, nil
+	return t, nil
+}
+
+// unstored hands a request's usage that no message will carry to
+// OnUsage.
+func (t turn) unstored(cfg Config) {
+	if t.meta.Usage != nil && cfg.OnUsage != nil {
+		cfg.OnUsage(t.meta.Model, *t.meta.Usage, t.meta.Latency)
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }
 
 func textOnly(m llm.Message) llm.Message {

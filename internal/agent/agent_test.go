@@ -63,25 +63,105 @@ func callTurn(calls ...llm.ToolCall) []llm.Event {
 }
 
 // memStore keeps history in memory, checking that appends keep calls
-// and results paired.
+// and results paired, with the write-ahead record of each call.
 type memStore struct {
 	mu      sync.Mutex
 	msgs    []llm.Message
+	metas   []Meta
 	appends int
+	calls   map[string]*OpenCall // by call id, for the head message's calls
+	open    string               // the head message's id while its calls are unanswered
+	queued  []string
+	events  []string // what was recorded, in order: "append:assistant", "started:a", "finished:a", …
 }
 
-func (s *memStore) Append(_ context.Context, _ string, msgs ...llm.Message) ([]string, error) {
+func (s *memStore) Append(_ context.Context, _ string, meta Meta, msgs ...llm.Message) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.msgs = append(s.msgs, msgs...)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		if i == len(msgs)-1 && meta.Deliver && m.Role == llm.User && len(s.queued) > 0 {
+			for _, q := range s.queued {
+				m.Parts = append(m.Parts, &llm.Text{Text: q})
+			}
+			if meta.Delivered != nil {
+				*meta.Delivered = len(s.queued)
+			}
+			s.queued = nil
+		}
+		s.msgs = append(s.msgs, m)
+		s.metas = append(s.metas, meta)
+		ids[i] = fmt.Sprint("m", len(s.msgs))
+		s.events = append(s.events, "append:"+string(m.Role))
+		s.open = ""
+		if calls := llm.Calls(m); len(calls) > 0 {
+			s.open, s.calls = ids[i], map[string]*OpenCall{}
+			for _, c := range calls {
+				s.calls[c.ID] = &OpenCall{Call: *c}
+			}
+		}
+	}
 	s.appends++
-	return make([]string, len(msgs)), nil
+	return ids, nil
 }
 
 func (s *memStore) History(context.Context, string) ([]llm.Message, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]llm.Message(nil), s.msgs...), nil
+}
+
+func (s *memStore) call(msgID, callID string) (*OpenCall, error) {
+	if msgID != s.open || s.calls[callID] == nil {
+		return nil, fmt.Errorf("no call %s in %s (open: %s)", callID, msgID, s.open)
+	}
+	return s.calls[callID], nil
+}
+
+func (s *memStore) CallStarted(_ context.Context, msgID, callID string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.call(msgID, callID)
+	if err == nil {
+		c.Started = at
+		s.events = append(s.events, "started:"+callID)
+	}
+	return err
+}
+
+func (s *memStore) CallOutput(_ context.Context, msgID, callID, tail string, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.call(msgID, callID)
+	if err == nil {
+		c.Output, c.Seen = tail, at
+	}
+	return err
+}
+
+func (s *memStore) CallFinished(_ context.Context, msgID string, r CallRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.call(msgID, r.Result.CallID)
+	if err == nil {
+		res := r.Result
+		c.Result, c.Duration, c.ExitCode = &res, r.Duration, r.ExitCode
+		s.events = append(s.events, "finished:"+r.Result.CallID)
+	}
+	return err
+}
+
+func (s *memStore) OpenCalls(context.Context, string) (string, []OpenCall, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.open == "" {
+		return "", nil, nil
+	}
+	var out []OpenCall
+	for _, c := range llm.Calls(s.msgs[len(s.msgs)-1]) {
+		out = append(out, *s.calls[c.ID])
+	}
+	return s.open, out, nil
 }
 
 // fakeTools records the order calls start and end.
@@ -96,7 +176,8 @@ func (f *fakeTools) Specs() []llm.Tool { return []llm.Tool{{Name: "read"}, {Name
 
 func (f *fakeTools) Concurrent(c *llm.ToolCall) bool { return c.Name == "read" }
 
-func (f *fakeTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) llm.ToolResult {
+func (f *fakeTools) Call(ctx context.Context, c *llm.ToolCall, o CallOptions) Outcome {
+	concurrent := o.Concurrent
 	n := f.running.Add(1)
 	for {
 		p := f.peak.Load()
@@ -113,7 +194,7 @@ func (f *fakeTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) 
 	}
 	f.concurrent[c.ID] = concurrent
 	f.mu.Unlock()
-	return llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "result of " + c.ID}}}
+	return Outcome{Result: llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "result of " + c.ID}}}}
 }
 
 func mkcall(id, name string) llm.ToolCall {
@@ -158,9 +239,10 @@ func TestRunToolsThenAnswer(t *testing.T) {
 	if len(ids) != 4 || ids[0] != "a" || ids[1] != "b" || ids[2] != "c" || ids[3] != "d" {
 		t.Errorf("results out of order: %v", ids)
 	}
-	// The assistant turn and its results were one append.
-	if store.appends != 3 {
-		t.Errorf("appends %d, want 3 (prompt, turn+results, answer)", store.appends)
+	// Written ahead: prompt, the assistant turn (before any call ran),
+	// its results, the answer.
+	if store.appends != 4 {
+		t.Errorf("appends %d, want 4 (prompt, turn, results, answer)", store.appends)
 	}
 	// The second request carried the results.
 	if last := m.reqs[1].Messages; len(last) != 3 {
@@ -209,12 +291,153 @@ func TestCancelKeepsHistoryConsistent(t *testing.T) {
 }
 
 func TestRepairOrphanCalls(t *testing.T) {
-	store := &memStore{msgs: []llm.Message{prompt("x"), {Role: llm.Assistant, Parts: []llm.Part{&llm.ToolCall{ID: "k", Name: "read", Input: json.RawMessage(`{}`)}}}}}
+	store := &memStore{}
+	store.Append(context.Background(), "s", Meta{}, prompt("x"), llm.Message{Role: llm.Assistant, Parts: []llm.Part{&llm.ToolCall{ID: "k", Name: "read", Input: json.RawMessage(`{}`)}}})
 	m := &scripted{turns: [][]llm.Event{textTurn("ok")}}
 	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: &fakeTools{}}, "s", prompt("again")); err != nil {
 		t.Fatal(err)
 	}
+	// The repair is its own message, before the prompt: the model sees
+	// them as one.
+	assertPaired(t, llm.Pair(store.msgs))
+	assertPaired(t, m.reqs[0].Messages)
+}
+
+// watchTools checks, as each call runs, that its assistant message is
+// already stored (write-ahead), and prints output slowly.
+type watchTools struct {
+	store *memStore
+	t     *testing.T
+	sleep time.Duration
+}
+
+func (*watchTools) Specs() []llm.Tool               { return []llm.Tool{{Name: "read"}, {Name: "write"}} }
+func (*watchTools) Concurrent(c *llm.ToolCall) bool { return c.Name == "read" }
+func (w *watchTools) Call(ctx context.Context, c *llm.ToolCall, o CallOptions) Outcome {
+	w.store.mu.Lock()
+	last := w.store.msgs[len(w.store.msgs)-1]
+	open := w.store.calls[c.ID]
+	w.store.mu.Unlock()
+	if last.Role != llm.Assistant || open == nil || open.Started.IsZero() {
+		w.t.Errorf("call %s runs before its message and start are stored (last: %s)", c.ID, last.Role)
+	}
+	o.Output("line 1 of " + c.ID + "\n")
+	time.Sleep(w.sleep)
+	code := 3
+	return Outcome{Result: llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "done " + c.ID}}}, ExitCode: &code}
+}
+
+// TestWriteAhead: the turn's assistant message is stored before any of
+// its calls runs; each call's start is recorded before it runs and its
+// result as soon as it is ready (but the last, which goes straight into
+// the results message); the output tail is saved while a call runs;
+// durations and exit codes reach the events.
+func TestWriteAhead(t *testing.T) {
+	m := &scripted{turns: [][]llm.Event{callTurn(mkcall("a", "read"), mkcall("b", "read"), mkcall("c", "write")), textTurn("ok")}}
+	store := &memStore{}
+	tools := &watchTools{store: store, t: t, sleep: 1200 * time.Millisecond}
+	var results []*ToolResultEvent
+	_, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools, Emit: func(e Event) {
+		if r, ok := e.(*ToolResultEvent); ok {
+			results = append(results, r)
+		}
+	}}, "s", prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := strings.Join(store.events, " ")
+	if !strings.HasPrefix(ev, "append:user append:assistant started:") {
+		t.Errorf("the assistant message was not stored first: %s", ev)
+	}
+	for _, id := range []string{"a", "b"} {
+		if !strings.Contains(ev, "finished:"+id) {
+			t.Errorf("the result of %s was not recorded when ready: %s", id, ev)
+		}
+	}
+	if strings.Contains(ev, "finished:c") || !strings.HasSuffix(ev, "started:c append:user append:assistant") {
+		t.Errorf("the last result should go straight into the results message: %s", ev)
+	}
+	store.mu.Lock()
+	out := store.calls
+	store.mu.Unlock()
+	_ = out
+	if len(results) != 3 || results[0].ExitCode == nil || *results[0].ExitCode != 3 || results[2].Duration < time.Second {
+		t.Errorf("result events: %+v", results)
+	}
+}
+
+// TestRepairAfterKill: a den killed while calls ran left a finished
+// call, a running one (with its output and the last time it was seen)
+// and one that never started. The next run answers them truthfully
+// before the new prompt, and the model sees it.
+func TestRepairAfterKill(t *testing.T) {
+	store := &memStore{}
+	ctx := context.Background()
+	store.Append(ctx, "s", Meta{}, prompt("install it"), llm.Message{Role: llm.Assistant, Parts: []llm.Part{
+		&llm.ToolCall{ID: "done", Name: "read", Input: json.RawMessage(`{}`)},
+		&llm.ToolCall{ID: "running", Name: "write", Input: json.RawMessage(`{}`)},
+		&llm.ToolCall{ID: "never", Name: "write", Input: json.RawMessage(`{}`)},
+	}})
+	t0 := time.Now().Add(-time.Hour)
+	store.CallStarted(ctx, "m2", "done", t0)
+	store.CallFinished(ctx, "m2", CallRecord{Result: llm.ToolResult{CallID: "done", Name: "read", Content: []llm.Part{&llm.Text{Text: "the file"}}}, Duration: time.Second})
+	store.CallStarted(ctx, "m2", "running", t0)
+	store.CallOutput(ctx, "m2", "running", "Unpacking python3 ...\n", t0.Add(42*time.Second))
+	m := &scripted{turns: [][]llm.Event{textTurn("I see it was interrupted")}}
+	var warned bool
+	if _, err := Run(ctx, Config{Model: m, Store: store, Tools: &fakeTools{}, Emit: func(e Event) {
+		if _, ok := e.(*WarningEvent); ok {
+			warned = true
+		}
+	}}, "s", prompt("go on")); err != nil {
+		t.Fatal(err)
+	}
+	assertPaired(t, llm.Pair(store.msgs))
+	sent := m.reqs[0].Messages
+	var texts []string
+	for _, r := range resultsOf(sent) {
+		texts = append(texts, r.CallID+": "+resultText(*r))
+	}
+	all := strings.Join(texts, "\n")
+	for _, want := range []string{"done: the file", "running: interrupted: den stopped while this call was running, after it had run for 42s", "Unpacking python3", "never: not run: den stopped before this call started"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the model was not told %q; it got:\n%s", want, all)
+		}
+	}
+	if !warned {
+		t.Error("no warning event")
+	}
+	// The repair is stored, so it shows in the history too.
+	if h := store.msgs; len(h) < 4 || len(resultsOf(h[2:3])) != 3 {
+		t.Errorf("repair not stored as its own message: %d messages", len(h))
+	}
+}
+
+// TestQueuedAtTurnBoundary: a message queued for a session while its
+// turn runs joins the conversation with the turn's results, not in the
+// middle.
+func TestQueuedAtTurnBoundary(t *testing.T) {
+	store := &memStore{}
+	m := &scripted{turns: [][]llm.Event{callTurn(mkcall("a", "write")), textTurn("ok")}}
+	tools := &queueingTools{store: store}
+	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools}, "s", prompt("go")); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.msgs) != 4 || !strings.Contains(llm.TextOf(store.msgs[2]), "[message from session other]") {
+		t.Errorf("queued message not in the results message: %+v", store.msgs)
+	}
 	assertPaired(t, store.msgs)
+}
+
+type queueingTools struct{ store *memStore }
+
+func (*queueingTools) Specs() []llm.Tool             { return []llm.Tool{{Name: "write"}} }
+func (*queueingTools) Concurrent(*llm.ToolCall) bool { return false }
+func (q *queueingTools) Call(context.Context, *llm.ToolCall, CallOptions) Outcome {
+	q.store.mu.Lock()
+	q.store.queued = append(q.store.queued, "[message from session other]\nhello")
+	q.store.mu.Unlock()
+	return Outcome{Result: llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "ok"}}}}
 }
 
 // constTools answers every call the same way, counting the calls.
@@ -224,9 +447,9 @@ func (*constTools) Specs() []llm.Tool {
 	return []llm.Tool{{Name: "write", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}}
 }
 func (*constTools) Concurrent(*llm.ToolCall) bool { return false }
-func (t *constTools) Call(context.Context, *llm.ToolCall, bool) llm.ToolResult {
+func (t *constTools) Call(context.Context, *llm.ToolCall, CallOptions) Outcome {
 	t.calls.Add(1)
-	return llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "same"}}}
+	return Outcome{Result: llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "same"}}}}
 }
 
 func resultsOf(msgs []llm.Message) []*llm.ToolResult {
@@ -347,8 +570,8 @@ type instantTools struct{}
 
 func (instantTools) Specs() []llm.Tool             { return []llm.Tool{{Name: "read"}} }
 func (instantTools) Concurrent(*llm.ToolCall) bool { return true }
-func (instantTools) Call(context.Context, *llm.ToolCall, bool) llm.ToolResult {
-	return llm.ToolResult{}
+func (instantTools) Call(context.Context, *llm.ToolCall, CallOptions) Outcome {
+	return Outcome{}
 }
 
 func TestBudgetStopsBeforeCrossing(t *testing.T) {
@@ -358,7 +581,7 @@ func TestBudgetStopsBeforeCrossing(t *testing.T) {
 	}
 	m := &scripted{turns: turns}
 	store := &memStore{}
-	price := func(u llm.Usage) float64 { return float64(u.InputTokens+u.OutputTokens) / 1e6 } // $1 per million
+	price := func(_ string, u llm.Usage) float64 { return float64(u.InputTokens+u.OutputTokens) / 1e6 } // $1 per million
 	_, err := Run(context.Background(), Config{Model: m, Store: store, Tools: &fakeTools{}, Cost: price,
 		Budget: Budget{MaxCostUSD: 0.0055}}, "s", prompt("spend"))
 	if !errors.Is(err, ErrBudget) {
@@ -374,5 +597,24 @@ func TestBudgetStopsBeforeCrossing(t *testing.T) {
 		Budget: Budget{MaxTokens: 5000, SpentTokens: 1500}}, "s", prompt("spend"))
 	if !errors.Is(err, ErrBudget) || len(m.reqs) != 1 {
 		t.Errorf("token budget: %v after %d requests", err, len(m.reqs))
+	}
+}
+
+// TestSystemPromptSaysOnlyWhatIsTrue: folders and commands of features
+// the agent does not have are not mentioned.
+func TestSystemPromptSaysOnlyWhatIsTrue(t *testing.T) {
+	c := Computer{Distro: "alpine", Version: "3.21", PackageManager: "apk", Network: true}
+	plain := SystemPrompt(c, "", time.Now())
+	for _, absent := range []string{"/den/browser", "/den/memory", "/den/skills", "/den/attachments", "den-notify"} {
+		if strings.Contains(plain, absent) {
+			t.Errorf("the prompt mentions %s, which this agent does not have", absent)
+		}
+	}
+	c.Features = Features{Browser: true, Memory: true, Skills: true, Attachments: true, HostCommands: true}
+	full := SystemPrompt(c, "", time.Now())
+	for _, present := range []string{"/den/browser", "/den/memory", "/den/skills", "/den/attachments", "den-notify"} {
+		if !strings.Contains(full, present) {
+			t.Errorf("the prompt omits %s, which this agent has", present)
+		}
 	}
 }

@@ -10,7 +10,8 @@ import (
 
 // Event is what a run reports to the faces: *SessionEvent, *TextEvent,
 // *ThinkingEvent, *ToolCallEvent, *ToolResultEvent, *UsageEvent,
-// *RetryEvent, *ModelEvent, *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
+// *RetryEvent, *ModelEvent, *CompactionEvent, *WarningEvent,
+// *QueuedEvent, *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
 type Event interface{ isEvent() }
 
 // SessionEvent opens a run.
@@ -43,9 +44,11 @@ type Labeler interface {
 
 // ToolResultEvent is a call's result.
 type ToolResultEvent struct {
-	ID      string
-	Output  string
-	IsError bool
+	ID       string
+	Output   string
+	IsError  bool
+	Duration time.Duration // how long it ran (0 for a call answered without running)
+	ExitCode *int          // a shell command's exit status
 }
 
 // UsageEvent reports one request's tokens, and how full the model's
@@ -54,7 +57,17 @@ type UsageEvent struct {
 	Usage   llm.Usage
 	CostUSD float64
 	Context ctxwin.Use
+	Model   string // the model that answered the request
 }
+
+// WarningEvent is something the user should know that did not stop the
+// run: a model den knows nothing about, calls interrupted when den last
+// stopped.
+type WarningEvent struct{ Message string }
+
+// QueuedEvent says messages queued for the session (den-sessions send)
+// were added to the conversation at this turn boundary.
+type QueuedEvent struct{ Delivered int }
 
 // RetryEvent says the current attempt failed and the turn starts over
 // after Delay: what it streamed so far is void.
@@ -94,3 +107,5 @@ func (*RetryEvent) isEvent()      {}
 func (*ModelEvent) isEvent()      {}
 func (*CompactionEvent) isEvent() {}
 func (*DoneEvent) isEvent()       {}
+func (*WarningEvent) isEvent()    {}
+func (*QueuedEvent) isEvent()     {}

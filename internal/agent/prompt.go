@@ -13,6 +13,19 @@ type Computer struct {
 	PackageManager string // "apk", "apt", "none"
 	Network        bool
 	Mounts         []Mount
+	// Features say which of den's folders and commands exist and are
+	// enabled for this agent: the prompt mentions only those.
+	Features Features
+}
+
+// Features are the parts of the computer that depend on what den
+// offers the agent.
+type Features struct {
+	Attachments  bool // the user sends files into /den/attachments
+	Browser      bool // /den/browser: the browser's screenshots and downloads
+	Memory       bool // /den/memory
+	Skills       bool // /den/skills
+	HostCommands bool // den-notify, den-ask, den-open, … reach the user through den
 }
 
 // Mount is a user folder bound into the computer.
@@ -48,12 +61,22 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 	}
 	b.WriteString(`- Layout:
   - /workspace: this session's working folder (the default directory; relative paths resolve here). Put the user's deliverables here.
-  - /den/attachments: files the user sent in this session.
-  - /den/offloads: full output of long commands (tool results name the file).
-  - /den/browser: screenshots and downloads of this session.
-  - /den/memory, /den/skills, /den/shared: kept across all your sessions.
-  - /root: your home, kept across sessions.
 `)
+	f := c.Features
+	if f.Attachments {
+		b.WriteString("  - /den/attachments: files the user sent in this session.\n")
+	}
+	b.WriteString("  - /den/offloads: full output of long commands (tool results name the file).\n")
+	if f.Browser {
+		b.WriteString("  - /den/browser: screenshots and downloads of this session.\n")
+	}
+	if f.Memory {
+		b.WriteString("  - /den/memory: your memory, kept across all your sessions.\n")
+	}
+	if f.Skills {
+		b.WriteString("  - /den/skills: your skills, kept across all your sessions.\n")
+	}
+	b.WriteString("  - /den/shared: files kept across all your sessions.\n  - /root: your home, kept across sessions.\n")
 	for _, m := range c.Mounts {
 		mode := "read-write"
 		if m.ReadOnly {
@@ -64,12 +87,16 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 	fmt.Fprintf(&b, "- Current date and time: %s (UTC).\n", now.UTC().Truncate(time.Hour).Format("Monday 2006-01-02 15:00"))
 	b.WriteString(`
 # Tools
-- shell_execute runs a command in a persistent shell: the directory and exported variables survive between calls. Start long-running services in the background with their output redirected to a file. Independent commands issued in the same turn run at the same time, each in its own process.
+- shell_execute runs a command in a persistent shell: the directory and exported variables survive between calls. Start long-running services in the background with their output redirected to a file. Calls of the same turn that only read run at the same time, each in its own process; a command that writes, installs or changes the shell (cd, export) runs after the calls before it, in order.
 - file_read, file_write, file_edit work on paths inside your computer. Prefer file_edit for small changes to existing files; old_string must match exactly once unless replace_all is set.
 - read_image shows you an image file.
 - Give every call a short tool_title describing what it does, for the user's view.
 - Long outputs are cut to their head and tail; the full text is in the file the result names.
-
+`)
+	if f.HostCommands {
+		b.WriteString("- Commands that reach the user through den: den-notify MESSAGE, den-ask QUESTION (prints the answer), den-open URL|PATH, den-model run --model REF (another model), den-sessions, den-config get; each prints JSON and has --help.\n")
+	}
+	b.WriteString(`
 Be direct and do the work rather than describing it. When you are done, answer the user briefly with what you did and where the results are.
 `)
 	if s := strings.TrimSpace(instructions); s != "" {

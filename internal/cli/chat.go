@@ -51,6 +51,7 @@ func chatCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer")
 	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
 	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
+	c.Flags().BoolVar(&f.wait, "wait", false, "when another den runs a turn in the session, wait for it instead of stopping")
 	return c
 }
 
@@ -106,6 +107,12 @@ func (v *chatView) emit(e agent.Event) {
 		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ↻ retrying in %v (%s)", e.Delay.Round(time.Millisecond), oneLine(e.Reason, 80))))
 	case *agent.SessionEvent:
 		fmt.Fprintf(v.w, "%s\n", v.dim("session "+e.SessionID+" · agent "+e.Agent))
+	case *agent.WarningEvent:
+		v.newline()
+		fmt.Fprintf(v.w, "  ! %s\n", e.Message)
+	case *agent.QueuedEvent:
+		v.newline()
+		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ✉ %d queued message(s) from other sessions joined the conversation", e.Delivered)))
 	}
 }
 
@@ -149,7 +156,8 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 	view := &chatView{w: g.stdout, color: color}
 	// One goroutine reads lines; the prompt, den-ask and approvals take
 	// them from it, so a question can give up when answered elsewhere.
-	readLine := lineReader(g.stdin)
+	readLine, stopReading := lineReader(g.stdin)
+	defer stopReading()
 	faces := hostFaces{mode: permission.Wait}
 	faces.emit = func(e any) {
 		view.mu.Lock()
@@ -260,7 +268,9 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			continue
 		}
 		if !titled {
-			r.st.SetTitle(ctx, r.sess.ID, title(line))
+			if err := r.st.SetTitle(ctx, r.sess.ID, title(line)); err != nil {
+				fmt.Fprintln(g.stderr, "den: the session's title was not saved:", err)
+			}
 			titled = true
 		}
 		turnCtx, cancel := context.WithCancel(ctx)
@@ -293,22 +303,33 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 // lineReader reads lines from r in a goroutine of its own; the function
 // it returns waits for the next one, or gives up when ctx ends (false
 // at the end of input too).
-func lineReader(r io.Reader) func(ctx context.Context) (string, bool) {
+//
+// stop ends the reading goroutine and waits for it; the read func then
+// reports the end of input.
+func lineReader(r io.Reader) (read func(ctx context.Context) (string, bool), stop func()) {
+	in, interrupt := interruptible(r)
 	lines := make(chan string)
+	quit := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		in := bufio.NewReader(r)
+		defer close(done)
+		defer close(lines)
+		br := bufio.NewReader(in)
 		for {
-			line, err := in.ReadString('\n')
+			line, err := br.ReadString('\n')
 			if line != "" || err == nil {
-				lines <- line
+				select {
+				case lines <- line:
+				case <-quit:
+					return
+				}
 			}
 			if err != nil {
-				close(lines)
 				return
 			}
 		}
 	}()
-	return func(ctx context.Context) (string, bool) {
+	read = func(ctx context.Context) (string, bool) {
 		select {
 		case l, ok := <-lines:
 			return strings.TrimSpace(l), ok
@@ -316,6 +337,15 @@ func lineReader(r io.Reader) func(ctx context.Context) (string, bool) {
 			return "", false
 		}
 	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(quit)
+			interrupt()
+			<-done
+		})
+	}
+	return read, stop
 }
 
 // terminalQuestions asks den-ask questions and approvals on a terminal.

@@ -52,8 +52,9 @@ func handleSignals(ctx context.Context, g *globals) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	done := make(chan struct{})
+	done, finished := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(finished)
 		for {
 			select {
 			case sig := <-ch:
@@ -72,6 +73,7 @@ func handleSignals(ctx context.Context, g *globals) (context.Context, func()) {
 	return ctx, func() {
 		signal.Stop(ch)
 		close(done)
+		<-finished
 		cancel()
 	}
 }

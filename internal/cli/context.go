@@ -97,10 +97,15 @@ func contextFor(st *store.Store, sessionID, offloads string, owner *hostfs.Owner
 		}
 		turn := c.Turn()
 		if turn.Usage != (llm.Usage{}) {
-			st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: sessionID, Model: chain.Answered.Ref,
+			// Priced by the model that answered this summary, which
+			// need not be the one answering the conversation.
+			err := st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: sessionID, Model: firstNonEmpty(turn.Model, t.Ref),
 				Purpose: store.PurposeCompaction, InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens,
 				CacheReadTokens: turn.Usage.CacheReadTokens, CacheWriteTokens: turn.Usage.CacheWriteTokens,
-				CostUSD: chain.Answered.Info.Cost(turn.Usage), Latency: time.Since(start)})
+				CostUSD: priceOf(chain, turn.Model).Cost(turn.Usage), Latency: time.Since(start)})
+			if err != nil && serr == nil {
+				serr = fmt.Errorf("summary: usage not recorded: %w", err)
+			}
 		}
 		if serr == nil && !turn.Done {
 			serr = fmt.Errorf("summary: %w", llm.ErrStream)

@@ -41,11 +41,13 @@ func (j *jsonEvents) emit(e agent.Event) {
 		}{"tool_call", e.ID, e.Name, e.Input, e.Labels}
 	case *agent.ToolResultEvent:
 		v = struct {
-			Type    string `json:"type"`
-			ID      string `json:"id"`
-			Output  string `json:"output"`
-			IsError bool   `json:"is_error"`
-		}{"tool_result", e.ID, e.Output, e.IsError}
+			Type       string `json:"type"`
+			ID         string `json:"id"`
+			Output     string `json:"output"`
+			IsError    bool   `json:"is_error"`
+			DurationMS int64  `json:"duration_ms"`
+			ExitCode   *int   `json:"exit_code,omitempty"`
+		}{"tool_result", e.ID, e.Output, e.IsError, e.Duration.Milliseconds(), e.ExitCode}
 	case *agent.UsageEvent:
 		v = struct {
 			Type             string  `json:"type"`
@@ -56,8 +58,19 @@ func (j *jsonEvents) emit(e agent.Event) {
 			CostUSD          float64 `json:"cost_usd"`
 			ContextTokens    int     `json:"context_tokens,omitempty"`
 			ContextWindow    int     `json:"context_window,omitempty"`
+			Model            string  `json:"model,omitempty"`
 		}{"usage", e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD,
-			e.Context.Estimated, e.Context.Window}
+			e.Context.Estimated, e.Context.Window, e.Model}
+	case *agent.WarningEvent:
+		v = struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		}{"warning", e.Message}
+	case *agent.QueuedEvent:
+		v = struct {
+			Type      string `json:"type"`
+			Delivered int    `json:"delivered"`
+		}{"queued", e.Delivered}
 	case *agent.CompactionEvent:
 		v = struct {
 			Type      string `json:"type"`

@@ -84,14 +84,15 @@ func (h hostSessions) Search(ctx context.Context, agent, q string) ([]hostsvc.Hi
 	return hits, nil
 }
 
-// Send adds a user message to another session of the agent, marked as
-// coming from this one, for that session's next run.
+// Send queues a message, marked as coming from this session, for
+// another session of the agent: it joins that session's conversation at
+// its next turn boundary (the running turn's end, or its next run),
+// never in the middle of a turn.
 func (h hostSessions) Send(ctx context.Context, agent, from, id, message string) error {
 	if _, err := h.own(ctx, agent, id); err != nil {
 		return err
 	}
-	msg := llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: fmt.Sprintf("[message from session %s]\n%s", from, message)}}}
-	_, err := h.st.Append(ctx, id, msg)
+	_, err := h.st.Enqueue(ctx, id, from, message)
 	return err
 }
 
@@ -135,11 +136,13 @@ func (h hostModels) Run(ctx context.Context, r hostsvc.ModelRequest) (hostsvc.Mo
 		c.Add(ev)
 	}
 	turn := c.Turn()
-	cost := m.Answered.Info.Cost(turn.Usage)
-	h.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: h.session, Model: m.Answered.Ref, Purpose: "den-model",
+	cost := priceOf(m, turn.Model).Cost(turn.Usage)
+	if err := h.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: h.session, Model: turn.Model, Purpose: "den-model",
 		InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens, CacheReadTokens: turn.Usage.CacheReadTokens,
-		CacheWriteTokens: turn.Usage.CacheWriteTokens, CostUSD: cost, Latency: time.Since(start)})
-	return hostsvc.ModelAnswer{Model: m.Answered.Ref, Text: llm.TextOf(turn.Message), InputTokens: turn.Usage.InputTokens,
+		CacheWriteTokens: turn.Usage.CacheWriteTokens, CostUSD: cost, Latency: time.Since(start)}); err != nil {
+		return hostsvc.ModelAnswer{}, fmt.Errorf("the answer came, but its cost could not be recorded: %w", err)
+	}
+	return hostsvc.ModelAnswer{Model: turn.Model, Text: llm.TextOf(turn.Message), InputTokens: turn.Usage.InputTokens,
 		OutputTokens: turn.Usage.OutputTokens, CostUSD: cost}, nil
 }
 

@@ -43,6 +43,7 @@ type runFlags struct {
 	budget    string
 	sbudget   string
 	stall     time.Duration
+	wait      bool
 }
 
 func runCmd(g *globals) *cobra.Command {
@@ -75,6 +76,7 @@ itself, 1 otherwise (130 when interrupted).`,
 	c.Flags().StringVar(&f.budget, "budget", "", `stop before this run spends more: dollars ("0.50", "$2") or tokens ("200k tokens")`)
 	c.Flags().StringVar(&f.sbudget, "session-budget", "", "the same limit for the whole session, this run included")
 	c.Flags().DurationVar(&f.stall, "stall-timeout", 0, "retry a model stream that sends nothing for this long (default 2m)")
+	c.Flags().BoolVar(&f.wait, "wait", false, "when another den runs a turn in the session, wait for it instead of stopping")
 	c.Flags().StringVar(&f.rootfs, "rootfs", "", "source of a new computer: alpine[:VERSION], debian[:SUITE], ubuntu[:SUITE], tar:PATH, dir:PATH, busybox")
 	c.Flags().StringVar(&f.network, "network", "", "network policy: on or off")
 	c.Flags().StringArrayVar(&f.mounts, "mount", nil, "bind a host folder: HOST:GUEST[:ro] (repeatable)")
@@ -122,7 +124,9 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 		// (an approval can also come from den approve elsewhere).
 		faces.mode = permission.Wait
 		var mu sync.Mutex
-		faces.ask, faces.prompt = terminalQuestions(g.stderr, &mu, func() {}, lineReader(g.stdin))
+		readLine, stopReading := lineReader(g.stdin)
+		defer stopReading()
+		faces.ask, faces.prompt = terminalQuestions(g.stderr, &mu, func() {}, readLine)
 	case isTerminal(g.stderr):
 		faces.mode = permission.Wait
 	}
@@ -175,6 +179,7 @@ type runner struct {
 	targets []models.Target
 	acfg    agent.Config
 	emit    func(agent.Event)
+	wait    bool // wait for a session another den holds
 
 	stopHost func()
 }
@@ -203,7 +208,7 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{st: st, emit: events}
+	r := &runner{st: st, emit: events, wait: f.wait}
 	ok := false
 	defer func() {
 		if !ok {
@@ -232,16 +237,29 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 			return nil, err
 		}
 		if titleHint != "" {
-			st.SetTitle(ctx, sess.ID, title(titleHint))
+			if err := st.SetTitle(ctx, sess.ID, title(titleHint)); err != nil {
+				return nil, err
+			}
 		}
 	} else if f.model != "" && f.model != sess.Model {
-		st.SetModel(ctx, sess.ID, f.model)
+		if err := st.SetModel(ctx, sess.ID, f.model); err != nil {
+			return nil, err
+		}
 	}
 	r.sess = sess
 	f.session = sess.ID
 	budget, err := parseBudgets(f.budget, f.sbudget, sess)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range r.targets {
+		if budget.MaxCostUSD > 0 && !t.Info.PricesKnown {
+			return nil, usageError{fmt.Errorf("a budget in dollars needs prices, and den does not know those of %s: set them in the config "+
+				"([models.%q] price_input = …, price_output = …, in USD per million tokens), or give the budget in tokens (--budget \"200k tokens\")", t.Ref, t.Ref)}
+		}
+		if msg := res.Explain(t); msg != "" {
+			events(&agent.WarningEvent{Message: msg})
+		}
 	}
 	comp, o, err := f.open(ctx, g)
 	if err != nil {
@@ -278,6 +296,9 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 	system := agent.SystemPrompt(agent.Computer{
 		Distro: string(info.Distro), Version: info.Version, PackageManager: string(info.PackageManager),
 		Network: o.Network, Mounts: mounts,
+		// What den offers this agent today: host commands. Attachments,
+		// the browser, memory and skills are not yet features of den.
+		Features: agent.Features{HostCommands: o.Host != nil},
 	}, instructions, time.Now())
 	chain := r.chain
 	tools := &registryTools{reg: reg, env: &tool.Env{Computer: r.box, Images: r.targets[0].Info.Images, Shell: r.box.Shell()},
@@ -285,7 +306,8 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 	r.acfg = agent.Config{
 		Model:     chain,
 		ModelName: r.targets[0].Model,
-		Store:     st,
+		ModelRef:  r.targets[0].Ref,
+		Store:     loopStore{st: st},
 		Tools:     tools,
 		System:    system,
 		Context:   contextFor(st, sess.ID, filepath.Join(comp.SessionDir(sess.ID), "offloads"), computerOwner(comp), r.targets[0], chain, system, tools.Specs()),
@@ -293,22 +315,45 @@ func newRunner(ctx context.Context, g *globals, f *runFlags, events func(agent.E
 		Thinking:  thinking,
 		Budget:    budget,
 		Emit:      events,
-		Cost:      func(u llm.Usage) float64 { return chain.Answered.Info.Cost(u) },
-		OnUsage: func(u llm.Usage, latency time.Duration) {
-			st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
-				Session: sess.ID, Model: chain.Answered.Ref, Purpose: store.PurposeConversation,
+		// Each request is priced by the model that answered it.
+		Cost: func(model string, u llm.Usage) float64 { return priceOf(chain, model).Cost(u) },
+		OnUsage: func(model string, u llm.Usage, latency time.Duration) {
+			err := st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
+				Session: sess.ID, Model: model, Purpose: store.PurposeConversation,
 				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
 				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
-				CostUSD: chain.Answered.Info.Cost(u), Latency: latency,
+				CostUSD: priceOf(chain, model).Cost(u), Latency: latency,
 			})
+			if err != nil {
+				events(&agent.WarningEvent{Message: "usage not recorded: " + err.Error()})
+			}
 		},
 	}
 	ok = true
 	return r, nil
 }
 
-// send runs the agent on one prompt.
+// priceOf is what den knows of the model of chain that answered as ref
+// (the chain's first model when ref is none of its, which cannot
+// happen for refs the chain itself reports).
+func priceOf(chain *retry.Model, ref string) models.Info {
+	if t, ok := chain.Target(ref); ok {
+		return t.Info
+	}
+	return chain.Targets[0].Info
+}
+
+// send runs the agent on one prompt, holding the session: two dens
+// never interleave turns in one session.
 func (r *runner) send(ctx context.Context, prompt string) (agent.Result, error) {
+	lock, err := r.st.LockSession(ctx, r.sess.ID, "den run", r.wait)
+	if errors.Is(err, store.ErrSessionBusy) {
+		return agent.Result{}, fmt.Errorf("session %s is in use (%v); run again when it is done, or add --wait to wait for it", r.sess.ID, err)
+	}
+	if err != nil {
+		return agent.Result{}, err
+	}
+	defer lock.Unlock()
 	return agent.Run(ctx, r.acfg, r.sess.ID, llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}})
 }
 
@@ -420,10 +465,16 @@ type registryTools struct {
 
 func (r *registryTools) Specs() []llm.Tool { return r.reg.Specs() }
 
-// Concurrent: reads, and shell commands (each then gets a fresh
-// process), may run beside the other calls of their turn.
+// Concurrent: reads, and shell commands that only read and leave the
+// shell as it was (each then gets a fresh process), may run beside the
+// other calls of their turn. Anything else runs alone in call order:
+// [apt-get install x, x --version] or [mkdir d, cd d] must not race.
 func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
-	return r.reg.ReadOnly(*c) || c.Name == "shell_execute"
+	if cmd, ok := shellCommand(c); ok {
+		class, err := cmdscan.Classify(cmd, "", r.mounts)
+		return err == nil && class.ReadOnly() && !cmdscan.ChangesShell(cmd)
+	}
+	return c.Name != "shell_execute" && r.reg.ReadOnly(*c)
 }
 
 // Labels classifies a shell command for tool cards.
@@ -436,7 +487,14 @@ func (r *registryTools) Labels(c *llm.ToolCall) []string {
 	return class.Labels()
 }
 
-func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bool) llm.ToolResult {
+func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallOptions) agent.Outcome {
+	env := *r.env
+	env.Output = o.Output
+	res, exit := r.call(ctx, &env, c, o.Concurrent)
+	return agent.Outcome{Result: res, ExitCode: exit}
+}
+
+func (r *registryTools) call(ctx context.Context, env *tool.Env, c *llm.ToolCall, concurrent bool) (llm.ToolResult, *int) {
 	if cmd, ok := shellCommand(c); ok && r.restricted && r.gate != nil {
 		class, _ := cmdscan.Classify(cmd, "", r.mounts)
 		if class.DestroysWritableMount() {
@@ -449,19 +507,24 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, concurrent bo
 				}
 				return llm.ToolResult{IsError: true, Content: []llm.Part{&llm.Text{Text: fmt.Sprintf(
 					"not run: this command could delete or overwrite files in the user's folder %s, and %s. Ask the user, or change only files you created.",
-					strings.Join(class.WritableMounts(), ", "), why)}}}
+					strings.Join(class.WritableMounts(), ", "), why)}}}, nil
 			}
-			res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
+			res, exit, _ := r.reg.Run(ctx, env, *c, concurrent)
 			code := 0
 			if res.IsError {
 				code = 1
 			}
+			if exit != nil {
+				code = *exit
+			}
 			pc.Finish(context.WithoutCancel(ctx), code)
-			return res
+			return res, exit
 		}
 	}
-	res, _ := r.reg.Call(ctx, r.env, *c, concurrent)
-	return res
+	// A Go error (the computer is gone, the run was canceled) is also
+	// described in the result, which the model reads.
+	res, exit, _ := r.reg.Run(ctx, env, *c, concurrent)
+	return res, exit
 }
 
 func shellCommand(c *llm.ToolCall) (string, bool) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -88,22 +89,128 @@ func sessionsShow(g *globals) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			s, history, err := loadSession(cmd.Context(), st, args[0])
+			s, err := st.GetSession(cmd.Context(), args[0])
+			if errors.Is(err, store.ErrNotFound) {
+				return usageError{fmt.Errorf("no session %q", args[0])}
+			}
+			if err != nil {
+				return err
+			}
+			rec, err := sessionRecord(cmd.Context(), st, s.ID)
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return json.NewEncoder(g.stdout).Encode(map[string]any{"session": s, "messages": transcript(history)})
+				return json.NewEncoder(g.stdout).Encode(map[string]any{"session": s, "messages": rec})
 			}
 			fmt.Fprintf(g.stdout, "# %s\nsession %s · agent %s · model %s · $%.4f\n\n", s.Title, s.ID, s.Agent, s.Model, s.Usage.CostUSD)
-			for _, m := range transcript(history) {
-				fmt.Fprintf(g.stdout, "[%s] %s\n\n", m["role"], m["text"])
+			for _, m := range rec {
+				head := m.Role
+				if m.Model != "" {
+					head += " · " + m.Model
+				}
+				if u := m.Usage; u != nil {
+					head += fmt.Sprintf(" · %d in, %d out", u.InputTokens, u.OutputTokens)
+					if u.CacheReadTokens > 0 || u.CacheWriteTokens > 0 {
+						head += fmt.Sprintf(", cache %d read, %d written", u.CacheReadTokens, u.CacheWriteTokens)
+					}
+					head += fmt.Sprintf(" · $%.4f", u.CostUSD)
+				}
+				fmt.Fprintf(g.stdout, "[%s] %s\n\n", head, m.Text)
 			}
 			return nil
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// shownMessage is one message of den sessions show: what was said and
+// done, the model that answered, what its request used, and for tool
+// calls how long they ran and how they ended.
+type shownMessage struct {
+	ID    string     `json:"id"`
+	Role  string     `json:"role"`
+	Text  string     `json:"text"`
+	Model string     `json:"model,omitempty"`
+	Usage *shownUse  `json:"usage,omitempty"`
+	Calls []shownRun `json:"tool_results,omitempty"`
+}
+
+type shownUse struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+	LatencyMS        int64   `json:"latency_ms"`
+}
+
+type shownRun struct {
+	CallID     string `json:"call_id"`
+	Name       string `json:"name"`
+	IsError    bool   `json:"is_error"`
+	DurationMS int64  `json:"duration_ms"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+}
+
+// sessionRecord is the session's history as den sessions show prints
+// it.
+func sessionRecord(ctx context.Context, st *store.Store, id string) ([]shownMessage, error) {
+	path, err := st.Path(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	calls, err := st.ToolCalls(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	byCall := map[string]store.ToolCall{}
+	for _, c := range calls {
+		if c.ResultMessageID != "" {
+			byCall[c.ResultMessageID+"/"+c.CallID] = c
+		}
+	}
+	usage, err := st.MessageUsage(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]shownMessage, 0, len(path))
+	for _, sm := range path {
+		m := shownMessage{ID: sm.ID, Role: string(sm.Message.Role), Model: sm.Model}
+		if u, ok := usage[sm.ID]; ok {
+			m.Usage = &shownUse{u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD, u.Latency.Milliseconds()}
+		}
+		var b strings.Builder
+		for _, p := range sm.Message.Parts {
+			r, ok := p.(*llm.ToolResult)
+			if !ok {
+				writePart(&b, p)
+				continue
+			}
+			c := byCall[sm.ID+"/"+r.CallID]
+			run := shownRun{CallID: r.CallID, Name: r.Name, IsError: r.IsError, DurationMS: c.Duration.Milliseconds(), ExitCode: c.ExitCode}
+			m.Calls = append(m.Calls, run)
+			status := "←"
+			if r.IsError {
+				status = "← error"
+			}
+			var facts []string
+			if run.ExitCode != nil {
+				facts = append(facts, fmt.Sprintf("exit %d", *run.ExitCode))
+			}
+			if c.Duration > 0 {
+				facts = append(facts, c.Duration.Round(time.Millisecond).String())
+			}
+			if len(facts) > 0 {
+				status += " (" + strings.Join(facts, ", ") + ")"
+			}
+			fmt.Fprintf(&b, "%s %s\n", status, strings.TrimSpace(llm.TextOf(llm.Message{Parts: r.Content})))
+		}
+		m.Text = strings.TrimSpace(b.String())
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 func loadSession(ctx context.Context, st *store.Store, id string) (store.Session, []llm.Message, error) {
@@ -124,28 +231,33 @@ func transcript(msgs []llm.Message) []map[string]string {
 	for _, m := range msgs {
 		var b strings.Builder
 		for _, p := range m.Parts {
-			switch p := p.(type) {
-			case *llm.Text:
-				b.WriteString(p.Text)
-			case *llm.Thinking:
-				if p.Text != "" {
-					fmt.Fprintf(&b, "(thinking) %s\n", p.Text)
-				}
-			case *llm.ToolCall:
-				fmt.Fprintf(&b, "→ %s %s\n", p.Name, string(p.Input))
-			case *llm.ToolResult:
-				status := "←"
-				if p.IsError {
-					status = "← error"
-				}
-				fmt.Fprintf(&b, "%s %s\n", status, strings.TrimSpace(llm.TextOf(llm.Message{Parts: p.Content})))
-			case *llm.Image:
-				fmt.Fprintf(&b, "[image %s]\n", p.MediaType)
-			}
+			writePart(&b, p)
 		}
 		out = append(out, map[string]string{"role": string(m.Role), "text": strings.TrimSpace(b.String())})
 	}
 	return out
+}
+
+// writePart renders one part of a message as readable text.
+func writePart(b *strings.Builder, p llm.Part) {
+	switch p := p.(type) {
+	case *llm.Text:
+		b.WriteString(p.Text)
+	case *llm.Thinking:
+		if p.Text != "" {
+			fmt.Fprintf(b, "(thinking) %s\n", p.Text)
+		}
+	case *llm.ToolCall:
+		fmt.Fprintf(b, "→ %s %s\n", p.Name, string(p.Input))
+	case *llm.ToolResult:
+		status := "←"
+		if p.IsError {
+			status = "← error"
+		}
+		fmt.Fprintf(b, "%s %s\n", status, strings.TrimSpace(llm.TextOf(llm.Message{Parts: p.Content})))
+	case *llm.Image:
+		fmt.Fprintf(b, "[image %s]\n", p.MediaType)
+	}
 }
 
 func sessionsRm(g *globals) *cobra.Command {

@@ -65,16 +65,31 @@ exec "$s" -l`
 				}
 				winch := make(chan os.Signal, 1)
 				signal.Notify(winch, syscall.SIGWINCH)
-				defer signal.Stop(winch)
+				resized := make(chan struct{})
 				go func() {
+					defer close(resized)
 					for range winch {
 						if ws, err := pty.GetsizeFull(in); err == nil {
 							pty.Setsize(ptmx, ws)
 						}
 					}
 				}()
+				defer func() {
+					signal.Stop(winch) // no send after it returns
+					close(winch)
+					<-resized
+				}()
 			}
-			go io.Copy(ptmx, g.stdin)
+			stdin, stopStdin := interruptible(g.stdin)
+			copied := make(chan struct{})
+			go func() {
+				defer close(copied)
+				io.Copy(ptmx, stdin)
+			}()
+			defer func() {
+				stopStdin()
+				<-copied
+			}()
 			done := make(chan struct{})
 			go func() {
 				io.Copy(g.stdout, ptmx)

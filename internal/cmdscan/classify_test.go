@@ -230,3 +230,33 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+func TestChangesShell(t *testing.T) {
+	for _, tt := range []struct {
+		script string
+		want   bool
+	}{
+		{"cat /etc/os-release", false},
+		{"ls -la | grep x", false},
+		{"echo $HOME; uname -a", false},
+		{"cd /tmp", true},
+		{"mkdir d && cd d", true},
+		{"export A=1", true},
+		{"A=1", true},
+		{"A=1 env", false},
+		{"f() { ls; }", true},
+		{"source ./env.sh", true},
+		{". ./env.sh", true},
+		{"set -e; ls", true},
+		{"alias ll='ls -l'", true},
+		{"local x=1", true},
+		{"$CMD --version", true},
+		{"if [ -d x ]; then cd x; fi", true},
+		{"(cd /tmp && ls)", true},
+		{"echo 'unterminated", true},
+	} {
+		if got := ChangesShell(tt.script); got != tt.want {
+			t.Errorf("ChangesShell(%q) = %v, want %v", tt.script, got, tt.want)
+		}
+	}
+}

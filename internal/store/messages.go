@@ -27,8 +27,18 @@ type AppendOptions struct {
 	// model.
 	Model string
 	// ToolDurations are how long each tool call ran, by call id; they go
-	// in the tool-call index with the results that answer them.
+	// in the tool-call index with the results that answer them (unless
+	// CallFinished recorded them already).
 	ToolDurations map[string]time.Duration
+	// Usage, when set, is the request that produced the (one) assistant
+	// message: stored with it, in the same transaction, and added to the
+	// session's totals.
+	Usage *UsageRecord
+	// DeliverQueued adds the messages queued for the session (Enqueue)
+	// to the last message, a user message, and takes them off the queue,
+	// in the same transaction. Delivered says which.
+	DeliverQueued bool
+	Delivered     *[]Queued
 }
 
 // Append appends msgs to a session as a chain below its head and moves
@@ -57,6 +67,26 @@ func (s *Store) AppendWith(ctx context.Context, sessionID string, opts AppendOpt
 	}
 	var ids []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		msgs, encoded := msgs, encoded
+		if opts.DeliverQueued && msgs[len(msgs)-1].Role == llm.User {
+			q, err := deliverQueued(ctx, tx, sessionID)
+			if err != nil {
+				return err
+			}
+			if len(q) > 0 {
+				last := msgs[len(msgs)-1]
+				last.Parts = append(append([]llm.Part(nil), last.Parts...), queuedParts(q)...)
+				enc, err := encodeParts(last.Parts)
+				if err != nil {
+					return err
+				}
+				msgs = append(append([]llm.Message(nil), msgs[:len(msgs)-1]...), last)
+				encoded = append(append([]string(nil), encoded[:len(encoded)-1]...), enc)
+			}
+			if opts.Delivered != nil {
+				*opts.Delivered = q
+			}
+		}
 		var err error
 		ids, err = appendTx(ctx, tx, sessionID, opts, msgs, encoded)
 		return err
@@ -109,7 +139,28 @@ func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, opts AppendOpti
 	if err := touchSession(ctx, tx, sessionID, `head = ?`, parent.String); err != nil {
 		return nil, fmt.Errorf("move head: %w", err)
 	}
+	if opts.Usage != nil {
+		u := *opts.Usage
+		u.Session = sessionID
+		msgID := ""
+		for i, m := range msgs {
+			if m.Role == llm.Assistant {
+				msgID = ids[i]
+			}
+		}
+		if err := insertUsage(ctx, tx, u, msgID); err != nil {
+			return nil, fmt.Errorf("usage: %w", err)
+		}
+	}
 	return ids, nil
+}
+
+func queuedParts(qs []Queued) []llm.Part {
+	out := make([]llm.Part, len(qs))
+	for i, q := range qs {
+		out[i] = &llm.Text{Text: QueuedText(q)}
+	}
+	return out
 }
 
 // History returns the messages on the path from the session's first

@@ -175,6 +175,31 @@ INSERT INTO rules_v4 (agent, command, action, subject, decision, created_at)
 DROP TABLE rules;
 ALTER TABLE rules_v4 RENAME TO rules;
 `,
+	// 5: the record is the truth. Tool calls are written ahead: when a
+	// call started, the tail of its output and the last time den saw it
+	// running (once a second), its result as
+	// soon as it is ready (result_parts, until the turn's results
+	// message holds it) and its exit code; a crash leaves what was known.
+	// A usage row names the assistant message its request produced.
+	// queue holds messages for a session, delivered at its next turn.
+	`
+ALTER TABLE tool_calls ADD COLUMN started_at INTEGER;
+ALTER TABLE tool_calls ADD COLUMN exit_code INTEGER;
+ALTER TABLE tool_calls ADD COLUMN output_tail TEXT;
+ALTER TABLE tool_calls ADD COLUMN seen_at INTEGER;
+ALTER TABLE tool_calls ADD COLUMN result_parts TEXT CHECK (result_parts IS NULL OR json_valid(result_parts));
+ALTER TABLE usage ADD COLUMN message_id TEXT REFERENCES messages(id) ON DELETE SET NULL;
+CREATE INDEX usage_by_message ON usage(message_id);
+
+CREATE TABLE queue (
+	id           INTEGER PRIMARY KEY,
+	session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	from_session TEXT NOT NULL DEFAULT '',
+	text         TEXT NOT NULL,
+	created_at   INTEGER NOT NULL
+) STRICT;
+CREATE INDEX queue_by_session ON queue(session_id, id);
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -19,6 +19,11 @@ import (
 type Store struct {
 	db   *sql.DB
 	path string
+	// lazy is a second pool on the same file whose commits are synced
+	// at checkpoints only (synchronous=NORMAL): for marks that must
+	// survive a killed den but may be lost to a power cut (a tool call
+	// started, the tail of its output), written while tools run.
+	lazy *sql.DB
 	// writeSlot lets one write transaction of this Store run at a time.
 	// SQLite allows one writer anyway; queueing here, in order, rather
 	// than in SQLite's busy handler (which polls with growing sleeps
@@ -56,13 +61,18 @@ func Open(path string) (*Store, error) {
 	}
 	f.Close()
 
-	connector, err := sqlite.NewConnector(dsn(abs))
+	connector, err := sqlite.NewConnector(dsn(abs, "FULL"))
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Store{db: sql.OpenDB(connector), path: abs, writeSlot: make(chan struct{}, 1)}
+	lazy, err := sqlite.NewConnector(dsn(abs, "NORMAL"))
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{db: sql.OpenDB(connector), lazy: sql.OpenDB(lazy), path: abs, writeSlot: make(chan struct{}, 1)}
 	if err := s.init(context.Background()); err != nil {
 		s.db.Close()
+		s.lazy.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return s, nil
@@ -87,11 +97,11 @@ func Open(path string) (*Store, error) {
 //
 // The path travels as a file: URI so that characters such as '?' and
 // '#' in it are escaped rather than taken for a query.
-func dsn(abs string) string {
+func dsn(abs, synchronous string) string {
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(busyTimeout.Milliseconds(), 10))
 	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "FULL")
+	q.Set("_synchronous", synchronous)
 	q.Set("_foreign_keys", "1")
 	q.Set("_txlock", "immediate")
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
@@ -112,7 +122,7 @@ func (s *Store) init(ctx context.Context) error {
 
 // Close closes the database. Calls in progress finish first.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	if err := errors.Join(s.lazy.Close(), s.db.Close()); err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}
 	return nil
@@ -121,13 +131,22 @@ func (s *Store) Close() error {
 // write runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
 // When write returns nil the transaction is in the WAL and synced.
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeOn(ctx, s.db, fn)
+}
+
+// mark is write on the lazily synced pool (see Store.lazy).
+func (s *Store) mark(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeOn(ctx, s.lazy, fn)
+}
+
+func (s *Store) writeOn(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
 	select {
 	case s.writeSlot <- struct{}{}:
 		defer func() { <-s.writeSlot }()
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

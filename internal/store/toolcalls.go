@@ -29,6 +29,8 @@ type ToolCall struct {
 	ResultImages    int    // how many images the result holds
 	IsError         bool
 	Duration        time.Duration // 0 when not recorded
+	ExitCode        *int          // a shell command's exit status, when recorded
+	Started         time.Time     // zero when not recorded
 }
 
 // ToolCalls returns a session's tool calls, on every branch, oldest
@@ -46,7 +48,7 @@ func (s *Store) ToolCalls(ctx context.Context, sessionID string) ([]ToolCall, er
 		}
 		rows, err := tx.QueryContext(ctx, `SELECT t.message_id, t.position, t.call_id, t.name, t.input, t.created_at,
 				coalesce(t.result_message_id, ''), coalesce(t.result, ''), coalesce(t.result_images, 0),
-				coalesce(t.is_error, 0), coalesce(t.duration_ms, 0)
+				coalesce(t.is_error, 0), coalesce(t.duration_ms, 0), t.exit_code, t.started_at
 			FROM tool_calls t JOIN messages m ON m.id = t.message_id
 			WHERE t.session_id = ? ORDER BY t.created_at, m.rowid, t.position`, sessionID)
 		if err != nil {
@@ -57,9 +59,17 @@ func (s *Store) ToolCalls(ctx context.Context, sessionID string) ([]ToolCall, er
 			c := ToolCall{Session: sessionID}
 			var input string
 			var created, ms int64
+			var exit, started sql.NullInt64
 			if err := rows.Scan(&c.MessageID, &c.Position, &c.CallID, &c.Name, &input, &created,
-				&c.ResultMessageID, &c.Result, &c.ResultImages, &c.IsError, &ms); err != nil {
+				&c.ResultMessageID, &c.Result, &c.ResultImages, &c.IsError, &ms, &exit, &started); err != nil {
 				return err
+			}
+			if exit.Valid {
+				n := int(exit.Int64)
+				c.ExitCode = &n
+			}
+			if started.Valid {
+				c.Started = fromNanos(started.Int64)
 			}
 			c.Input = json.RawMessage(input)
 			c.Created = fromNanos(created)
@@ -129,8 +139,11 @@ func (x *toolIndex) add(ctx context.Context, id, parent string, m llm.Message, t
 		if d, ok := x.durations[r.CallID]; ok {
 			ms = sql.NullInt64{Int64: d.Milliseconds(), Valid: true}
 		}
+		// A duration CallFinished recorded stands; the message now
+		// holds the result itself.
 		if _, err := x.tx.ExecContext(ctx, `UPDATE tool_calls SET result_message_id = ?, result = ?,
-			result_images = ?, is_error = ?, duration_ms = ? WHERE message_id = ? AND position = ?`,
+			result_images = ?, is_error = ?, duration_ms = coalesce(duration_ms, ?), result_parts = NULL
+			WHERE message_id = ? AND position = ?`,
 			id, text, images, r.IsError, ms, x.callsOf, pos); err != nil {
 			return err
 		}

@@ -98,8 +98,15 @@ func (r *Registry) ReadOnly(call llm.ToolCall) bool {
 // call order (run only ReadOnly calls side by side, or run writes one
 // after another in the order the model made them).
 func (r *Registry) Call(ctx context.Context, env *Env, call llm.ToolCall, concurrent bool) (llm.ToolResult, error) {
+	res, _, err := r.Run(ctx, env, call, concurrent)
+	return res, err
+}
+
+// Run is Call that also returns a shell command's exit status (nil for
+// other tools, and for calls that did not run).
+func (r *Registry) Run(ctx context.Context, env *Env, call llm.ToolCall, concurrent bool) (llm.ToolResult, *int, error) {
 	res, err := r.call(ctx, env, call, concurrent)
-	return llm.ToolResult{CallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError}, err
+	return llm.ToolResult{CallID: call.ID, Name: call.Name, Content: res.Content, IsError: res.IsError}, res.ExitCode, err
 }
 
 func (r *Registry) call(ctx context.Context, env *Env, call llm.ToolCall, concurrent bool) (res Result, err error) {

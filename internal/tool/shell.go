@@ -80,6 +80,10 @@ func (ShellExecute) Run(ctx context.Context, env *Env, input json.RawMessage) (R
 		}
 	}
 	cmd := sandbox.Command{Script: in.Command, Timeout: time.Duration(in.Timeout) * time.Second}
+	if env.Output != nil {
+		out := env.Output
+		cmd.OnOutput = func(_, text string) { out(text) }
+	}
 	run := env.Computer.Run
 	if env.Concurrent {
 		run = env.Computer.Exec
@@ -138,6 +142,8 @@ func (ShellExecute) Run(ctx context.Context, env *Env, input json.RawMessage) (R
 	}
 	r := Text(b.String())
 	r.IsError = res.TimedOut || res.Canceled
+	code := res.ExitCode
+	r.ExitCode = &code
 	return r, nil
 }
 

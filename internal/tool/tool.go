@@ -52,12 +52,18 @@ type Env struct {
 	// Registry.Call sets it. Shell commands then run as fresh processes
 	// instead of in the persistent shell.
 	Concurrent bool
+	// Output, when set, receives a shell command's output as it arrives
+	// (cleaned text, stdout and stderr interleaved), for the record of a
+	// call that is still running.
+	Output func(text string)
 }
 
 // Result is a tool's answer.
 type Result struct {
 	Content []llm.Part // *llm.Text and *llm.Image
 	IsError bool
+	// ExitCode is a shell command's exit status (nil for other tools).
+	ExitCode *int
 }
 
 // Text returns a result holding one text part.

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 
 // killResume starts a scripted multi-turn den run, SIGKILLs den after
 // delay, then resumes the session with --session. It returns how many
-// messages committed before the kill are missing after the resume, and
-// an error when the resume failed or left an invalid history.
+// messages committed before the kill, and how many tool calls den had
+// started (their tool_call event was printed), are missing after the
+// resume, and an error when the resume failed or left an invalid
+// history.
 func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error) {
 	var turns []llmtest.Turn
 	for i := range 8 {
@@ -37,15 +40,27 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 		return 0, err
 	}
 	ids := make(chan string, 1)
+	var mu sync.Mutex
+	var started []string
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(out)
 		sc.Buffer(nil, 1<<20)
 		sent := false
 		for sc.Scan() {
 			var ev map[string]any
-			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev["type"] == "session" && !sent {
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			switch {
+			case ev["type"] == "session" && !sent:
 				ids <- ev["session_id"].(string)
 				sent = true
+			case ev["type"] == "tool_call":
+				mu.Lock()
+				started = append(started, ev["id"].(string))
+				mu.Unlock()
 			}
 		}
 		if !sent {
@@ -60,6 +75,7 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 	time.Sleep(delay)
 	cmd.Process.Kill()
 	cmd.Wait()
+	<-read
 
 	st, err := store.Open(filepath.Join(d.Home, "den.db"))
 	if err != nil {
@@ -94,6 +110,22 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 			lost++
 		}
 	}
+	// Every call den started is on record, answered.
+	answered := map[string]bool{}
+	for _, m := range after {
+		for _, p := range m.Message.Parts {
+			if r, ok := p.(*llm.ToolResult); ok {
+				answered[r.CallID] = true
+			}
+		}
+	}
+	mu.Lock()
+	for _, id := range started {
+		if !answered[id] {
+			lost++
+		}
+	}
+	mu.Unlock()
 	var msgs []llm.Message
 	for _, m := range after {
 		msgs = append(msgs, m.Message)
@@ -175,7 +207,7 @@ func TestKillAndResume(t *testing.T) {
 		d := newDen(t)
 		lost, err := killResume(t, d, delay)
 		if err != nil || lost > 0 {
-			t.Errorf("kill after %v: lost %d committed messages: %v", delay, lost, err)
+			t.Errorf("kill after %v: lost %d committed messages or started calls: %v", delay, lost, err)
 		}
 	}
 }
@@ -200,6 +232,121 @@ func BenchmarkKillResume50(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(float64(lostTotal), "messages-lost")
+	b.ReportMetric(float64(lostTotal), "messages-or-calls-lost")
 	b.ReportMetric(100*float64(resumed)/float64(runs), "%-resumed")
+}
+
+// TestKillWhileToolRuns: den is killed while a shell command runs. The
+// command was written ahead, so the resumed run tells the model it was
+// interrupted, after how long, and what it had printed; den sessions
+// show says so too. (A den that committed calls only with their
+// results would resume with no trace of the command.)
+func TestKillWhileToolRuns(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	d := newDen(t)
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Text: "Installing.", Calls: []llmtest.Call{{ID: "toolu_long", Name: "shell_execute",
+			Input: `{"command":"echo unpacking-marker; echo rm -rf /workspace/old; sleep 60; echo never-printed"}`}}, InputTokens: 10, OutputTokens: 5},
+		llmtest.Turn{Text: "unused"})
+	cmd := exec.Command(d.Bin, "run", "--json", "--rootfs", "busybox", "install the thing")
+	cmd.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	id := ""
+	for sc.Scan() {
+		var ev map[string]any
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		if ev["type"] == "session" {
+			id = ev["session_id"].(string)
+		}
+		if ev["type"] == "tool_call" {
+			break
+		}
+	}
+	if id == "" {
+		t.Fatal("den run printed no session and no tool call")
+	}
+	// Wait (bounded) until den has saved the command's first output, as
+	// it does once a second, then kill it in the middle of the command.
+	st, err := store.Open(filepath.Join(d.Home, "den.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, calls, err := st.OpenCalls(context.Background(), id)
+		if err == nil && len(calls) == 1 && strings.Contains(calls[0].Output, "unpacking-marker") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("den did not record the running command's output: %+v %v", calls, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st.Close()
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	resume := llmtest.NewAnthropic(t, llmtest.Turn{Text: "It was interrupted; checking."})
+	rc := exec.Command(d.Bin, "run", "--json", "--session", id, "what happened?")
+	rc.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+resume.URL)
+	b, err := rc.CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, b)
+	}
+	if !strings.Contains(string(b), `"type":"warning"`) {
+		t.Errorf("the resumed run did not warn of the interrupted call:\n%s", b)
+	}
+	reqs := resume.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	var body struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type      string          `json:"type"`
+				ToolUseID string          `json:"tool_use_id"`
+				Content   json.RawMessage `json:"content"`
+				ID        string          `json:"id"`
+			} `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var call, result bool
+	var resultText string
+	for _, m := range body.Messages {
+		for _, c := range m.Content {
+			if c.Type == "tool_use" && c.ID == "toolu_long" {
+				call = true
+			}
+			if c.Type == "tool_result" && c.ToolUseID == "toolu_long" {
+				result, resultText = true, string(c.Content)
+			}
+		}
+	}
+	if !call || !result {
+		t.Fatalf("the resumed request lacks the interrupted call (%v) or its result (%v):\n%s", call, result, reqs[0].Body)
+	}
+	for _, want := range []string{"interrupted", "unpacking-marker", "rm -rf /workspace/old"} {
+		if !strings.Contains(resultText, want) {
+			t.Errorf("the model was not told %q: %s", want, resultText)
+		}
+	}
+	if strings.Contains(resultText, "never-printed") {
+		t.Errorf("the result claims output the command never printed: %s", resultText)
+	}
+	show := d.MustRun("sessions", "show", id)
+	if !strings.Contains(show.Stdout, "interrupted") || !strings.Contains(show.Stdout, "unpacking-marker") {
+		t.Errorf("den sessions show does not show the interrupted call:\n%s", show.Stdout)
+	}
 }

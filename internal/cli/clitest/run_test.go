@@ -10,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/models"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
@@ -195,7 +197,17 @@ func TestChatFromPipe(t *testing.T) {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
 	s := string(out)
-	for _, want := range []string{"⚙ shell_execute echo chat-ran", "✓ chat-ran", "First answer.", "/new", "anthropic/claude-sonnet-4-5", "Second answer."} {
+	def, err := (&models.Resolver{Config: &config.Config{}, Env: func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "sk-test"
+		}
+		return ""
+	}}).Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With only an Anthropic key, the chat uses den's default model.
+	for _, want := range []string{"⚙ shell_execute echo chat-ran", "✓ chat-ran", "First answer.", "/new", def, "Second answer."} {
 		if !strings.Contains(s, want) {
 			t.Errorf("chat output lacks %q:\n%s", want, s)
 		}
@@ -263,7 +275,7 @@ func TestBudgetAndUsage(t *testing.T) {
 	d := newDen(t)
 	env := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}
 	// claude-sonnet-4-5 at $3/M input, $15/M output: $0.315 a turn.
-	events, r := runJSON(t, d, env, "--rootfs", "busybox", "--budget", "$1", "spend")
+	events, r := runJSON(t, d, env, "--rootfs", "busybox", "--model", "anthropic/claude-sonnet-4-5", "--budget", "$1", "spend")
 	if r.Code != 1 {
 		t.Fatalf("budget run: %s", r)
 	}
@@ -358,5 +370,31 @@ func TestRunSurvivesBadCalls(t *testing.T) {
 	}
 	if len(ofType(events, "tool_call")) != len(results) {
 		t.Errorf("%d calls, %d results", len(ofType(events, "tool_call")), len(results))
+	}
+}
+
+// TestUnknownModel: a model den does not know is used with a warning
+// that says what den assumed and how to tell it more; a dollar budget,
+// which needs prices, is refused at start.
+func TestUnknownModel(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "Hi.", InputTokens: 10, OutputTokens: 2})
+	d := newDen(t)
+	env := []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}
+	events, r := runJSON(t, d, env, "--rootfs", "busybox", "--model", "anthropic/claude-mystery-9", "hi")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	w := ofType(events, "warning")
+	if len(w) != 1 || !strings.Contains(w[0]["message"].(string), "does not know the model") || !strings.Contains(w[0]["message"].(string), "price_input") {
+		t.Errorf("warnings: %v", w)
+	}
+	_, r = runJSON(t, d, env, "--model", "anthropic/claude-mystery-9", "--budget", "$1", "hi")
+	if r.Code != 2 || !strings.Contains(r.Stderr, "needs prices") {
+		t.Errorf("a dollar budget with unknown prices: %s", r)
+	}
+	if _, r = runJSON(t, d, env, "--model", "anthropic/claude-mystery-9", "--budget", "200k tokens", "hi"); r.Code != 0 {
+		t.Errorf("a token budget with unknown prices: %s", r)
 	}
 }
