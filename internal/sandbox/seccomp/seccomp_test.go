@@ -390,7 +390,11 @@ echo pid=$$
 		// glibc 2.34+ makes threads with clone3 and must fall back to clone.
 		py, err := exec.LookPath("/usr/bin/python3")
 		if err != nil {
-			t.Skip("no /usr/bin/python3 to start libc threads")
+			const msg = "no /usr/bin/python3 to start libc threads: install the Debian package python3"
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
 		}
 		out, err := run(t, py, "-c", "import threading; t = threading.Thread(target=print, args=('thread ok',)); t.start(); t.join()")
 		if err != nil || !strings.Contains(out, "thread ok") {
