@@ -18,7 +18,7 @@
 //   - Thinking: off sends nothing; low, medium and high (max clamps to
 //     high) become reasoning_effort, but only for models that take it:
 //     OpenAI reasoning models, recognised by name (o1, o3, o4-mini, ...,
-//     and gpt-5*, minus o1-mini, o1-preview and *-chat*), with any
+//     gpt-5* and the GPT-6 family, minus o1-mini, o1-preview and *-chat*), with any
 //     "vendor/" prefix stripped (OpenRouter). Other models ignore the level.
 //   - MaxTokens is max_completion_tokens on OpenAI itself (BaseURL empty
 //     or api.openai.com) and max_tokens elsewhere, which every compatible

@@ -395,7 +395,8 @@ func TestReasoningModel(t *testing.T) {
 	for model, want := range map[string]bool{
 		"o1": true, "o3-mini": true, "o4-mini-2025-04-16": true, "gpt-5": true, "gpt-5.1-codex": true,
 		"openai/gpt-5-mini": true, "o1-mini": false, "gpt-5-chat-latest": false, "gpt-4.1": false,
-		"gpt-4o": false, "deepseek-reasoner": false, "kimi-k2": false, "llama3.2": false, "omni": false,
+		"gpt-4o": false, "gpt-6.2-sol": true, "gpt-6-luna": true, "openai/gpt-6.1-terra": true,
+		"gpt-10": true, "gpt-3.5-turbo": false, "gpt-": false, "deepseek-reasoner": false, "kimi-k2": false, "llama3.2": false, "omni": false,
 	} {
 		if got := openai.ReasoningModel(model); got != want {
 			t.Errorf("ReasoningModel(%q) = %v, want %v", model, got, want)
@@ -449,4 +450,36 @@ func BenchmarkStream(b *testing.B) {
 	openaiapitest.BenchmarkStream(b, func(turn llmtest.Turn) llm.Model {
 		return newModel(b, llmtest.NewOpenAI(b, turn))
 	})
+}
+
+// TestGPT6ToolsWithoutReasoning: GPT-6 models take function tools in Chat
+// Completions only with reasoning_effort "none"; without tools they get
+// the level asked for.
+func TestGPT6ToolsWithoutReasoning(t *testing.T) {
+	tools := []llm.Tool{{Name: "shell_execute", Description: "run", Schema: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}
+	for _, tc := range []struct {
+		model string
+		tools []llm.Tool
+		want  string
+	}{
+		{"gpt-6-luna", tools, "none"},
+		{"openai/gpt-6.2-sol", tools, "none"},
+		{"gpt-6-luna", nil, "high"},
+		{"gpt-5.6-terra", tools, "high"},
+	} {
+		srv := llmtest.NewOpenAI(t, llmtest.Turn{Text: "ok"})
+		req := &llm.Request{Model: tc.model, Thinking: llm.ThinkingHigh, Tools: tc.tools, Messages: []llm.Message{openaiapitest.User("hi")}}
+		if _, err := openaiapitest.Run(t, newModel(t, srv), req); err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Effort string `json:"reasoning_effort"`
+		}
+		if err := json.Unmarshal(srv.Requests()[0].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if body.Effort != tc.want {
+			t.Errorf("%s with %d tools: reasoning_effort %q, want %q", tc.model, len(tc.tools), body.Effort, tc.want)
+		}
+	}
 }

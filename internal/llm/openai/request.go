@@ -44,6 +44,11 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 	}
 	if ReasoningModel(req.Model) {
 		p.ReasoningEffort = openaiapi.Effort(req.Thinking)
+		if len(p.Tools) > 0 && openaiapi.ToolsNeedNoReasoning(req.Model) {
+			// GPT-6 calls functions in Chat Completions only without
+			// reasoning; the openai-responses provider reasons with tools.
+			p.ReasoningEffort = "none"
+		}
 	}
 	if req.CacheKey != "" && m.official {
 		p.PromptCacheKey = param.NewOpt(req.CacheKey)
@@ -53,7 +58,8 @@ func (m *Model) params(req *llm.Request) (openai.ChatCompletionNewParams, error)
 
 // ReasoningModel reports whether model is an OpenAI reasoning model that
 // takes reasoning_effort: the o-series (not o1-mini or o1-preview) and
-// gpt-5* (not the -chat variants). A "vendor/" prefix is ignored.
+// gpt-5* and later (not the -chat variants). A "vendor/" prefix is
+// ignored.
 func ReasoningModel(model string) bool {
 	return openaiapi.ReasoningModel(model)
 }

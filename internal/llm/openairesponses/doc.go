@@ -15,7 +15,7 @@
 // off, OpenAI cannot resolve a bare reasoning id).
 //
 // Reasoning models — the o-series (not o1-mini or o1-preview) and
-// gpt-5* (not *-chat*), any "vendor/" prefix ignored — get
+// gpt-5* and gpt-6* (not *-chat*), any "vendor/" prefix ignored — get
 // include: ["reasoning.encrypted_content"] on every request, so their
 // reasoning can be replayed; with a thinking level other than off they
 // also get reasoning.effort (max clamps to high) and summary "auto".

@@ -54,7 +54,7 @@ func params(req *llm.Request) (responses.ResponseNewParams, error) {
 }
 
 // ReasoningModel reports whether model is an OpenAI reasoning model: the
-// o-series (not o1-mini or o1-preview) and gpt-5* (not the -chat
+// o-series (not o1-mini or o1-preview), gpt-5* and the GPT-6 family (not the -chat
 // variants). A "vendor/" prefix is ignored.
 func ReasoningModel(model string) bool {
 	return openaiapi.ReasoningModel(model)

@@ -12,22 +12,49 @@ import (
 )
 
 // ReasoningModel reports whether model is an OpenAI reasoning model: the
-// o-series (not o1-mini or o1-preview) and gpt-5* (not the -chat
-// variants). A "vendor/" prefix is ignored.
+// o-series (not o1-mini or o1-preview) and gpt-N for N >= 5, so gpt-5*
+// and the GPT-6 family (not the -chat variants). A "vendor/" prefix is
+// ignored.
 func ReasoningModel(model string) bool {
-	m := strings.ToLower(model)
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
+	m := bareModel(model)
 	switch {
 	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"), strings.Contains(m, "-chat"):
 		return false
-	case strings.HasPrefix(m, "gpt-5"):
+	case gptGeneration(m) >= 5:
 		return true
 	case len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9':
 		return true
 	}
 	return false
+}
+
+// ToolsNeedNoReasoning reports whether model takes function tools in Chat
+// Completions only with reasoning_effort "none": the GPT-6 family and
+// later, which reason with tools only through the Responses API.
+func ToolsNeedNoReasoning(model string) bool {
+	return gptGeneration(bareModel(model)) >= 6
+}
+
+// bareModel is model in lower case without any "vendor/" prefix.
+func bareModel(model string) string {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return m
+}
+
+// gptGeneration is N for a model named gpt-N[.M][-...], 0 for any other.
+func gptGeneration(m string) int {
+	rest, ok := strings.CutPrefix(m, "gpt-")
+	if !ok {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && n < 1000; i++ {
+		n = n*10 + int(rest[i]-'0')
+	}
+	return n
 }
 
 // Effort maps a thinking level to a reasoning effort: low, medium and
