@@ -408,6 +408,9 @@ echo pid=$$
 		}
 		out, err := sandbox(t, bwrap, probe, false, nil, "/tmp/probe", "i386")
 		if err != nil || !strings.Contains(out, "i386 getpid\t") || strings.Contains(out, "\t-") {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("the kernel does not run i386 syscalls (no IA32 emulation), so the filter's i386 rules go untested: %v %q", err, out)
+			}
 			t.Skipf("the kernel does not run i386 syscalls (no IA32 emulation): %v %q", err, out)
 		}
 		out, err = run(t, "/tmp/probe", "i386")
