@@ -19,17 +19,18 @@ import (
 	"den.dev/den/internal/store"
 )
 
-// killResume starts a scripted multi-turn den run, SIGKILLs den after
-// delay, then resumes the session with --session. It returns how many
-// messages committed before the kill, and how many tool calls den had
-// started (their tool_call event was printed), are missing after the
-// resume, and an error when the resume failed or left an invalid
+// killResume starts a scripted multi-turn den run whose tools each take
+// toolTime, SIGKILLs den after delay, then resumes the session with
+// --session. It returns how many messages committed before the kill, and
+// how many tool calls den had started (their tool_call event was
+// printed), are missing after the resume; whether the kill left a call
+// running; and an error when the resume failed or left an invalid
 // history.
-func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error) {
+func killResume(t testing.TB, d *Den, toolTime, delay time.Duration) (lost int, midTool bool, err error) {
 	var turns []llmtest.Turn
 	for i := range 8 {
 		turns = append(turns, llmtest.Turn{Text: fmt.Sprintf("step %d.", i), Calls: []llmtest.Call{{ID: fmt.Sprintf("toolu_%d", i), Name: "shell_execute",
-			Input: fmt.Sprintf(`{"command":"sleep 0.02; echo out-%d"}`, i)}}, InputTokens: 10, OutputTokens: 5})
+			Input: fmt.Sprintf(`{"command":"echo start-%d; sleep %.3f; echo out-%d"}`, i, toolTime.Seconds(), i)}}, InputTokens: 10, OutputTokens: 5})
 	}
 	turns = append(turns, llmtest.Turn{Text: "finished"})
 	fake := llmtest.NewAnthropic(t, turns...)
@@ -37,7 +38,7 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 	cmd.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	ids := make(chan string, 1)
 	var mu sync.Mutex
@@ -70,7 +71,7 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 	id, ok := <-ids
 	if !ok {
 		cmd.Wait()
-		return 0, fmt.Errorf("den run printed no session")
+		return 0, false, fmt.Errorf("den run printed no session")
 	}
 	time.Sleep(delay)
 	cmd.Process.Kill()
@@ -79,27 +80,32 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 
 	st, err := store.Open(filepath.Join(d.Home, "den.db"))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	before, err := st.Path(context.Background(), id)
+	if err == nil {
+		var open []store.OpenCall
+		_, open, err = st.OpenCalls(context.Background(), id)
+		midTool = len(open) > 0
+	}
 	st.Close()
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	resume := llmtest.NewAnthropic(t, llmtest.Turn{Text: "Resumed."})
 	rc := exec.Command(d.Bin, "run", "--json", "--session", id, "carry on")
 	rc.Env = append(d.Env(), "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+resume.URL)
 	if b, err := rc.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("resume: %v\n%s", err, b)
+		return 0, false, fmt.Errorf("resume: %v\n%s", err, b)
 	}
 	st, err = store.Open(filepath.Join(d.Home, "den.db"))
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	defer st.Close()
 	after, err := st.Path(context.Background(), id)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	have := map[string]bool{}
 	for _, m := range after {
@@ -134,28 +140,28 @@ func killResume(t testing.TB, d *Den, delay time.Duration) (lost int, err error)
 	// before the kill, then the new prompt).
 	msgs = llm.Alternate(msgs)
 	if err := validHistory(msgs); err != nil {
-		return lost, err
+		return lost, midTool, err
 	}
 	if last := msgs[len(msgs)-1]; last.Role != llm.Assistant || llm.TextOf(last) != "Resumed." {
-		return lost, fmt.Errorf("resumed session does not end with the new answer")
+		return lost, midTool, fmt.Errorf("resumed session does not end with the new answer")
 	}
 	// The request the resumed run sent alternated roles too.
 	reqs := resume.Requests()
 	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), "carry on") {
-		return lost, fmt.Errorf("resumed request: %d", len(reqs))
+		return lost, midTool, fmt.Errorf("resumed request: %d", len(reqs))
 	}
 	var body struct {
 		Messages []struct{ Role string } `json:"messages"`
 	}
 	if err := json.Unmarshal(reqs[0].Body, &body); err != nil {
-		return lost, err
+		return lost, midTool, err
 	}
 	for i := 1; i < len(body.Messages); i++ {
 		if body.Messages[i].Role == body.Messages[i-1].Role {
-			return lost, fmt.Errorf("resumed request has two %s messages in a row", body.Messages[i].Role)
+			return lost, midTool, fmt.Errorf("resumed request has two %s messages in a row", body.Messages[i].Role)
 		}
 	}
-	return lost, nil
+	return lost, midTool, nil
 }
 
 // validHistory checks what every provider needs: roles alternate, the
@@ -205,7 +211,7 @@ func TestKillAndResume(t *testing.T) {
 	for range 8 {
 		delay := time.Duration(r.IntN(600)) * time.Millisecond
 		d := newDen(t)
-		lost, err := killResume(t, d, delay)
+		lost, _, err := killResume(t, d, 20*time.Millisecond, delay)
 		if err != nil || lost > 0 {
 			t.Errorf("kill after %v: lost %d committed messages or started calls: %v", delay, lost, err)
 		}
@@ -213,17 +219,22 @@ func TestKillAndResume(t *testing.T) {
 }
 
 // BenchmarkKillResume50 is the issue's figure: SIGKILL at 50 random
-// points; it reports committed messages lost and the share resumed.
+// points of a run whose tools take 150 ms each, so that most kills land
+// while a tool runs; it reports committed messages and started calls
+// lost, and the share resumed.
 func BenchmarkKillResume50(b *testing.B) {
 	sandboxtest.Need(b, "bwrap", "bubblewrap")
 	sandboxtest.Need(b, "busybox", "busybox-static")
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	var lostTotal, resumed, runs int
+	var lostTotal, resumed, runs, midTools int
 	for b.Loop() {
 		for range 50 {
 			d := New(b, denBin)
-			lost, err := killResume(b, d, time.Duration(r.IntN(600))*time.Millisecond)
+			lost, mid, err := killResume(b, d, 150*time.Millisecond, time.Duration(r.IntN(1800))*time.Millisecond)
 			runs++
+			if mid {
+				midTools++
+			}
 			lostTotal += lost
 			if err == nil {
 				resumed++
@@ -234,6 +245,7 @@ func BenchmarkKillResume50(b *testing.B) {
 	}
 	b.ReportMetric(float64(lostTotal), "messages-or-calls-lost")
 	b.ReportMetric(100*float64(resumed)/float64(runs), "%-resumed")
+	b.ReportMetric(float64(midTools), "killed-mid-tool")
 }
 
 // TestKillWhileToolRuns: den is killed while a shell command runs. The
