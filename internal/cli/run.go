@@ -54,7 +54,8 @@ func runCmd(g *globals) *cobra.Command {
 		Long: `Send one prompt to the agent and let it work in its computer until it ends
 its turn. Without --json, prints the final answer; with --json, prints one
 JSON object per line for every event (session, text, thinking, tool_call,
-tool_result, usage, error, done). The prompt is the arguments, or standard
+tool_result, usage, model, retry, compaction, warning, queued, error, done).
+The prompt is the arguments, or standard
 input when it is "-" or absent. Exits 0 when the model ended its turn
 itself, 1 otherwise (130 when interrupted).`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -20,6 +20,11 @@
 //     told the model what was wrong).
 //   - Consecutive messages with the same role are merged into one, as
 //     the API requires alternation.
+//   - Tool call ids the API would refuse (it takes ^[a-zA-Z0-9_-]+$,
+//     unique in the request; calls made through other APIs may have
+//     other characters, or the same id every turn) are renamed, bad
+//     characters to "_" and repeats with "_2", "_3", ...; each result
+//     follows its call. The API's own ids go out unchanged.
 //   - Tool schemas are sent verbatim; one that is not a JSON object
 //     fails the request before anything is sent.
 //
@@ -49,6 +54,11 @@
 //     comes from the model's metadata) and the budget is lowered to
 //     MaxTokens - 1024 instead; below the API's minimum budget of 1024,
 //     thinking is left off.
+//
+// Thinking is also left off for a request that continues a tool-use
+// loop (it ends with tool results) whose assistant message does not
+// start with a replayable thinking block — another API made the calls,
+// or the block lost its signature: the API refuses thinking then.
 //
 // # Stream
 //

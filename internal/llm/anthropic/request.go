@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -59,6 +61,9 @@ func newParams(req *llm.Request) (anthropic.MessageNewParams, error) {
 		return p, err
 	}
 	p.Messages = msgs
+	if budget > 0 && !thinkingReplayable(msgs) {
+		p.Thinking = anthropic.ThinkingConfigParamUnion{}
+	}
 	if req.CacheKey != "" {
 		markCache(&p)
 	}
@@ -143,6 +148,7 @@ func messages(msgs []llm.Message) ([]anthropic.MessageParam, error) {
 		}
 		turns = append(turns, turn{role: m.Role, blocks: blocks})
 	}
+	renameToolIDs(turns)
 	out := make([]anthropic.MessageParam, 0, len(turns))
 	for _, t := range turns {
 		if t.role == llm.User {
@@ -152,6 +158,93 @@ func messages(msgs []llm.Message) ([]anthropic.MessageParam, error) {
 		}
 	}
 	return out, nil
+}
+
+// renameToolIDs makes the tool_use ids of the merged turns ones the API
+// takes: they must match ^[a-zA-Z0-9_-]+$ and be unique in the request,
+// and calls made through other APIs need not be (a compatible server's
+// "functions.shell:0" has a dot and a colon and comes back every turn).
+// A bad character becomes "_", an empty id "tool_call", and an id used
+// before gets "_2", "_3", ... appended; each tool_result follows its
+// call, looked up in the assistant turn just before it (the n-th result
+// of an id that turn used twice follows the n-th call). Ids the API
+// gave are valid and unique, so they are sent unchanged; the renaming
+// depends only on the history before each call, so a growing
+// conversation keeps the prefix it had (the prompt cache needs that).
+func renameToolIDs(turns []turn) {
+	used := map[string]bool{}
+	var renamed map[string][]string // the previous assistant turn's ids, in call order
+	for _, t := range turns {
+		if t.role != llm.Assistant {
+			for _, b := range t.blocks {
+				r := b.OfToolResult
+				if r == nil {
+					continue
+				}
+				q := renamed[r.ToolUseID]
+				if len(q) == 0 {
+					r.ToolUseID = validToolID(r.ToolUseID)
+					continue
+				}
+				if len(q) > 1 {
+					renamed[r.ToolUseID] = q[1:]
+				}
+				r.ToolUseID = q[0]
+			}
+			renamed = nil
+			continue
+		}
+		renamed = map[string][]string{}
+		for _, b := range t.blocks {
+			u := b.OfToolUse
+			if u == nil {
+				continue
+			}
+			base := validToolID(u.ID)
+			id := base
+			for n := 2; used[id]; n++ {
+				id = base + "_" + strconv.Itoa(n)
+			}
+			used[id] = true
+			renamed[u.ID] = append(renamed[u.ID], id)
+			u.ID = id
+		}
+	}
+}
+
+// validToolID is id with the characters the API refuses replaced.
+func validToolID(id string) string {
+	if id == "" {
+		return "tool_call"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, id)
+}
+
+// thinkingReplayable reports whether extended thinking can be on for
+// msgs. While a tool-use loop is under way (the last message returns
+// tool results), the API wants the assistant message those results
+// answer to start with its thinking block, and refuses the request
+// otherwise. That message has none when another API made the calls (a
+// fallback or a switch of model mid-loop), when thinking was off for
+// it, or when its thinking could not be kept (no signature); the API's
+// remedy is to leave thinking off, which this request then does: the
+// next turn, which starts a new loop, thinks again.
+func thinkingReplayable(msgs []anthropic.MessageParam) bool {
+	n := len(msgs)
+	if n < 2 || msgs[n-1].OfUser == nil || msgs[n-2].OfAssistant == nil {
+		return true
+	}
+	last := msgs[n-1].OfUser.Content
+	if len(last) == 0 || last[0].OfToolResult == nil {
+		return true
+	}
+	prev := msgs[n-2].OfAssistant.Content
+	return len(prev) > 0 && (prev[0].OfThinking != nil || prev[0].OfRedactedThinking != nil)
 }
 
 // resultsFirst moves tool_result blocks ahead of the others, keeping

@@ -241,3 +241,103 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignToolIDs replays calls another API made, with ids the
+// Messages API refuses (a dot and a colon, and the same id every turn,
+// as some OpenAI-compatible servers give them): the fake refuses such a
+// request, so this test fails unless the ids are renamed, each result
+// following its call.
+func TestForeignToolIDs(t *testing.T) {
+	s := llmtest.NewAnthropic(t, llmtest.Turn{Text: "ok"})
+	call := func(id string) llm.Message {
+		return llm.Message{Role: llm.Assistant, Parts: []llm.Part{
+			&llm.ToolCall{ID: id, Name: "shell_execute", Input: json.RawMessage(`{}`), API: "openai"},
+		}}
+	}
+	result := func(id, out string) llm.Message {
+		return llm.Message{Role: llm.User, Parts: []llm.Part{
+			&llm.ToolResult{CallID: id, Name: "shell_execute", Content: []llm.Part{&llm.Text{Text: out}}},
+		}}
+	}
+	twice := call("dup")
+	twice.Parts = append(twice.Parts, twice.Parts[0])
+	both := result("dup", "first")
+	both.Parts = append(both.Parts, &llm.ToolResult{CallID: "dup", Name: "shell_execute", Content: []llm.Part{&llm.Text{Text: "second"}}})
+	req := hello()
+	req.Messages = append(req.Messages,
+		call("functions.shell_execute:0"), result("functions.shell_execute:0", "one"),
+		call("functions.shell_execute:0"), result("functions.shell_execute:0", "two"),
+		call("toolu_ok"), result("toolu_ok", "three"),
+		call(""), result("", "four"),
+		twice, both,
+	)
+	if _, err := collect(t.Context(), newModel(t, s), req); err != nil {
+		t.Fatal(err)
+	}
+	b := body(t, s, 0)
+	for i, want := range []string{"functions_shell_execute_0", "functions_shell_execute_0_2", "toolu_ok", "tool_call"} {
+		use := at(t, b, "messages", 1+2*i, "content", 0, "id")
+		res := at(t, b, "messages", 2+2*i, "content", 0, "tool_use_id")
+		if use != want || res != want {
+			t.Errorf("call %d: tool_use id %v, tool_result id %v; want both %q", i, use, res, want)
+		}
+	}
+	for j, want := range []string{"dup", "dup_2"} {
+		use := at(t, b, "messages", 9, "content", j, "id")
+		res := at(t, b, "messages", 10, "content", j, "tool_use_id")
+		if use != want || res != want {
+			t.Errorf("the same id twice in a turn, call %d: tool_use id %v, tool_result id %v; want both %q", j, use, res, want)
+		}
+	}
+}
+
+// TestThinkingMidForeignLoop continues a tool-use loop whose calls
+// another API made, with thinking asked for: the Messages API refuses
+// thinking then (the assistant message the results answer must start
+// with a thinking block), so thinking is left off for this request, and
+// only for it.
+func TestThinkingMidForeignLoop(t *testing.T) {
+	loop := func(api string, first llm.Part) *llm.Request {
+		req := hello()
+		req.Thinking = llm.ThinkingHigh
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.Assistant, Parts: []llm.Part{first,
+				&llm.ToolCall{ID: "call_1", Name: "shell_execute", Input: json.RawMessage(`{}`), API: api},
+			}},
+			llm.Message{Role: llm.User, Parts: []llm.Part{
+				&llm.ToolResult{CallID: "call_1", Name: "shell_execute", Content: []llm.Part{&llm.Text{Text: "done"}}},
+			}},
+		)
+		return req
+	}
+	tests := []struct {
+		name     string
+		req      *llm.Request
+		thinking bool
+	}{
+		{"another API's loop", loop("openai", &llm.Thinking{Text: "gpt thoughts", API: "openai"}), false},
+		{"a thinking block without signature", loop("anthropic", &llm.Thinking{Text: "cut short", API: "anthropic"}), false},
+		{"this API's loop", loop("anthropic", &llm.Thinking{Text: "mine", Signature: "sig-1", API: "anthropic"}), true},
+		{"a new prompt", func() *llm.Request {
+			r := loop("openai", &llm.Text{Text: "calling"})
+			r.Messages = append(r.Messages, llm.Message{Role: llm.Assistant, Parts: []llm.Part{&llm.Text{Text: "done."}}},
+				llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: "next"}}})
+			return r
+		}(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := llmtest.NewAnthropic(t, llmtest.Turn{Text: "ok"})
+			if _, err := collect(t.Context(), newModel(t, s), tt.req); err != nil {
+				t.Fatal(err)
+			}
+			b := body(t, s, 0)
+			if _, got := b["thinking"]; got != tt.thinking {
+				t.Errorf("thinking sent: %v, want %v (body %v)", got, tt.thinking, b["thinking"])
+			}
+			if got := at(t, b, "max_tokens"); got != float64(16384+8192) {
+				t.Errorf("max_tokens = %v, want it kept at %d", got, 16384+8192)
+			}
+		})
+	}
+}

@@ -25,6 +25,9 @@
 // JSON Schema travels unchanged in parametersJsonSchema (the v1beta
 // field that accepts full JSON Schema, so nothing is stripped).
 //
+// Images are inlineData parts; a GIF, which Gemini does not take, goes
+// as a PNG of its first frame (or a note, when it cannot be decoded).
+//
 // Tool results are functionResponse parts {name, response: {output}} or
 // {name, response: {error}}, matched to their call by name and, when the
 // API gave the call an id, by id. Images in a tool result follow the
@@ -51,13 +54,17 @@
 //
 // # Thinking levels
 //
-// Levels map onto thinkingConfig.thinkingBudget: off 0 (128 on "pro"
-// models, which cannot stop thinking), low 1024, medium 8192, high
-// 24576 (the largest budget every 2.5 model accepts), max -1 (dynamic:
-// the model thinks as much as it judges useful, up to its own ceiling,
-// the only unbounded value every model accepts). includeThoughts is set
-// for every level but off. An empty level leaves the API's default.
-// Gemini 3's thinkingLevel is not used; Gemini 3 still honours budgets.
+// Gemini 3 and later models (gemini-3*, gemini-3.8-flash, ...) get
+// thinkingConfig.thinkingLevel: off is minimal (low on "pro" models,
+// which cannot stop thinking), low, medium (high on gemini-3-pro, which
+// has no medium), high, and max is high, the deepest level there is.
+// Other models, Gemini 2.5 among them, get thinkingConfig.thinkingBudget:
+// off 0 (128 on "pro" models), low 1024, medium 8192, high 24576 (the
+// largest budget every 2.5 model accepts), max -1 (dynamic: the model
+// thinks as much as it judges useful, up to its own ceiling, the only
+// unbounded value every model accepts). The API refuses a budget and a
+// level together; den never sends both. includeThoughts is set for
+// every level but off. An empty level leaves the API's default.
 //
 // Request.CacheKey is ignored: Gemini caches implicitly.
 //

@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/png"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -562,6 +566,14 @@ func TestThinkingLevels(t *testing.T) {
 		{testModel, llm.ThinkingLow, `{"thinkingConfig": {"thinkingBudget": 1024, "includeThoughts": true}}`},
 		{testModel, llm.ThinkingHigh, `{"thinkingConfig": {"thinkingBudget": 24576, "includeThoughts": true}}`},
 		{testModel, llm.ThinkingMax, `{"thinkingConfig": {"thinkingBudget": -1, "includeThoughts": true}}`},
+		// Gemini 3 and later think in levels, not budgets.
+		{"gemini-3.8-flash", llm.ThinkingOff, `{"thinkingConfig": {"thinkingLevel": "minimal"}}`},
+		{"gemini-3.8-flash", llm.ThinkingMedium, `{"thinkingConfig": {"thinkingLevel": "medium", "includeThoughts": true}}`},
+		{"models/gemini-3.1-pro-preview", llm.ThinkingOff, `{"thinkingConfig": {"thinkingLevel": "low"}}`},
+		{"gemini-3.1-pro-preview", llm.ThinkingMedium, `{"thinkingConfig": {"thinkingLevel": "medium", "includeThoughts": true}}`},
+		{"gemini-3-pro-preview", llm.ThinkingMedium, `{"thinkingConfig": {"thinkingLevel": "high", "includeThoughts": true}}`},
+		{"gemini-4-flash", llm.ThinkingMax, `{"thinkingConfig": {"thinkingLevel": "high", "includeThoughts": true}}`},
+		{"gemini-3.1-flash-lite", llm.ThinkingLow, `{"thinkingConfig": {"thinkingLevel": "low", "includeThoughts": true}}`},
 	} {
 		s := llmtest.NewGemini(t, llmtest.Turn{Text: "ok"})
 		if _, err := collect(newModel(t, s), &llm.Request{Model: tc.model, Thinking: tc.level, Messages: []llm.Message{userText("hi")}}); err != nil {
@@ -659,5 +671,62 @@ func TestGoldenRequest(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(want), got.String()); diff != "" {
 		t.Errorf("request body (-want +got):\n%s", diff)
+	}
+}
+
+// TestGIFBecomesPNG sends GIF images, which Gemini refuses ("Unsupported
+// MIME type: image/gif"; the fake does too): they go as PNG, in a prompt
+// and in a tool result alike, and a GIF that cannot be decoded goes as
+// a note rather than failing every later request.
+func TestGIFBecomesPNG(t *testing.T) {
+	var g bytes.Buffer
+	frame := image.NewPaletted(image.Rect(0, 0, 2, 1), color.Palette{color.Black, color.White})
+	frame.SetColorIndex(1, 0, 1)
+	if err := gif.Encode(&g, frame, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := llmtest.NewGemini(t, llmtest.Turn{Text: "ok"})
+	req := &llm.Request{Model: testModel, Messages: []llm.Message{
+		{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: "Look."}, &llm.Image{MediaType: "image/gif", Data: g.Bytes()}}},
+		{Role: llm.Assistant, Parts: []llm.Part{&llm.ToolCall{ID: "fc-1", Name: "read_image", Input: json.RawMessage(`{}`), API: "gemini"}}},
+		{Role: llm.User, Parts: []llm.Part{&llm.ToolResult{CallID: "fc-1", Name: "read_image", Content: []llm.Part{
+			&llm.Text{Text: "two images"},
+			&llm.Image{MediaType: "image/gif", Data: g.Bytes()},
+			&llm.Image{MediaType: "image/gif", Data: []byte("GIF89a broken")},
+		}}}},
+	}}
+	if _, err := collect(newModel(t, s), req); err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		Contents []struct {
+			Parts []struct {
+				Text       *string `json:"text"`
+				InlineData *struct {
+					MimeType string `json:"mimeType"`
+					Data     []byte `json:"data"`
+				} `json:"inlineData"`
+			} `json:"parts"`
+		} `json:"contents"`
+	}
+	if err := json.Unmarshal(s.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range [][2]int{{0, 1}, {2, 1}} {
+		d := body.Contents[at[0]].Parts[at[1]].InlineData
+		if d == nil || d.MimeType != "image/png" {
+			t.Fatalf("contents[%d].parts[%d] = %+v, want a PNG", at[0], at[1], d)
+		}
+		img, err := png.Decode(bytes.NewReader(d.Data))
+		if err != nil {
+			t.Fatalf("contents[%d].parts[%d]: %v", at[0], at[1], err)
+		}
+		if r, _, _, _ := img.At(1, 0).RGBA(); img.Bounds().Dx() != 2 || r == 0 {
+			t.Errorf("contents[%d].parts[%d]: the PNG is not the GIF's frame", at[0], at[1])
+		}
+	}
+	note := body.Contents[2].Parts[2].Text
+	if note == nil || !strings.Contains(*note, "GIF") {
+		t.Errorf("the broken GIF became %+v, want a note about it", body.Contents[2].Parts[2])
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"image/gif"
+	"image/png"
 	"strings"
 
 	"den.dev/den/internal/llm"
@@ -65,9 +67,12 @@ type generationConfig struct {
 	ThinkingConfig  *thinkingConfig `json:"thinkingConfig,omitempty"`
 }
 
+// thinkingConfig holds a budget (Gemini 2.5) or a level (Gemini 3 and
+// later); the API refuses both at once.
 type thinkingConfig struct {
-	ThinkingBudget  int  `json:"thinkingBudget"`
-	IncludeThoughts bool `json:"includeThoughts,omitempty"`
+	ThinkingBudget  *int   `json:"thinkingBudget,omitempty"`
+	ThinkingLevel   string `json:"thinkingLevel,omitempty"`
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
 }
 
 // idPrefix starts the ids den gives calls that came without one; such
@@ -163,7 +168,7 @@ func encodeMessage(m llm.Message, calls map[string]callInfo) (content, error) {
 				parts = append(parts, part{Text: &p.Text})
 			}
 		case *llm.Image:
-			parts = append(parts, part{InlineData: &blob{MimeType: p.MediaType, Data: p.Data}})
+			parts = append(parts, imagePart(p))
 		case *llm.Thinking:
 			if p.API != "gemini" || (p.Text == "" && p.Signature == "") {
 				continue
@@ -244,7 +249,7 @@ func encodeResult(r *llm.ToolResult, calls map[string]callInfo) (part, []part, e
 		case *llm.Text:
 			text = append(text, p.Text)
 		case *llm.Image:
-			media = append(media, part{InlineData: &blob{MimeType: p.MediaType, Data: p.Data}})
+			media = append(media, imagePart(p))
 		default:
 			return part{}, nil, fmt.Errorf("tool result %q: unsupported part %T", r.CallID, p)
 		}
@@ -258,6 +263,26 @@ func encodeResult(r *llm.ToolResult, calls map[string]callInfo) (part, []part, e
 		fr.ID = r.CallID
 	}
 	return part{FunctionResponse: fr}, media, nil
+}
+
+// imagePart is img as inline data. Gemini takes PNG, JPEG, WEBP, HEIC
+// and HEIF images but not GIF ("Unsupported MIME type"), which den's
+// image tools pass on: a GIF goes as a PNG of its first frame, or, when
+// it cannot be decoded, as a note saying so, so that one bad image does
+// not make every later request of the conversation fail.
+func imagePart(img *llm.Image) part {
+	if img.MediaType != "image/gif" {
+		return part{InlineData: &blob{MimeType: img.MediaType, Data: img.Data}}
+	}
+	frame, err := gif.Decode(bytes.NewReader(img.Data))
+	if err == nil {
+		var b bytes.Buffer
+		if err = png.Encode(&b, frame); err == nil {
+			return part{InlineData: &blob{MimeType: "image/png", Data: b.Bytes()}}
+		}
+	}
+	note := fmt.Sprintf("[a GIF image that could not be converted for Gemini, which does not take GIF: %v]", err)
+	return part{Text: &note}
 }
 
 func encodeTool(t llm.Tool) (functionDeclaration, error) {
@@ -293,21 +318,66 @@ const (
 )
 
 func encodeThinking(model string, level llm.ThinkingLevel) *thinkingConfig {
-	switch level {
-	case "":
+	if level == "" {
 		return nil
-	case llm.ThinkingOff:
-		if strings.Contains(model, "-pro") {
-			return &thinkingConfig{ThinkingBudget: budgetOffPro}
-		}
-		return &thinkingConfig{ThinkingBudget: 0}
-	case llm.ThinkingLow:
-		return &thinkingConfig{ThinkingBudget: budgetLow, IncludeThoughts: true}
-	case llm.ThinkingMedium:
-		return &thinkingConfig{ThinkingBudget: budgetMedium, IncludeThoughts: true}
-	case llm.ThinkingHigh:
-		return &thinkingConfig{ThinkingBudget: budgetHigh, IncludeThoughts: true}
-	default: // max, and any level this adapter does not know yet
-		return &thinkingConfig{ThinkingBudget: budgetMax, IncludeThoughts: true}
 	}
+	m := strings.TrimPrefix(strings.ToLower(model), "models/")
+	pro := strings.Contains(m, "-pro")
+	if generation(m) >= 3 {
+		return &thinkingConfig{ThinkingLevel: thinkingLevel(m, pro, level), IncludeThoughts: level != llm.ThinkingOff}
+	}
+	budget := func(n int) *thinkingConfig { return &thinkingConfig{ThinkingBudget: &n, IncludeThoughts: true} }
+	switch level {
+	case llm.ThinkingOff:
+		n := 0
+		if pro {
+			n = budgetOffPro
+		}
+		return &thinkingConfig{ThinkingBudget: &n}
+	case llm.ThinkingLow:
+		return budget(budgetLow)
+	case llm.ThinkingMedium:
+		return budget(budgetMedium)
+	case llm.ThinkingHigh:
+		return budget(budgetHigh)
+	default: // max, and any level this adapter does not know yet
+		return budget(budgetMax)
+	}
+}
+
+// thinkingLevel is the Gemini 3 thinkingLevel for level: Flash models
+// take minimal, low, medium and high; Pro models cannot stop thinking
+// (off is low) and Gemini 3.0 Pro has no medium (it thinks high).
+func thinkingLevel(model string, pro bool, level llm.ThinkingLevel) string {
+	switch level {
+	case llm.ThinkingOff:
+		if pro {
+			return "low"
+		}
+		return "minimal"
+	case llm.ThinkingLow:
+		return "low"
+	case llm.ThinkingMedium:
+		if strings.HasPrefix(model, "gemini-3-pro") {
+			return "high"
+		}
+		return "medium"
+	default: // high, max (the highest level there is), and any new one
+		return "high"
+	}
+}
+
+// generation is N of a model named gemini-N[.M]..., 0 for any other
+// name (an alias or a tuned model): those get budgets, which every
+// thinking model takes.
+func generation(model string) int {
+	rest, ok := strings.CutPrefix(model, "gemini-")
+	if !ok {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && n < 1000; i++ {
+		n = n*10 + int(rest[i]-'0')
+	}
+	return n
 }

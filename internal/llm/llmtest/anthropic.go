@@ -12,8 +12,58 @@ import (
 // NewAnthropic starts a fake Anthropic Messages API that answers
 // POST /v1/messages with the documented SSE stream for each turn in
 // order (see WriteAnthropic).
+//
+// It first checks each request as the Messages API does (CheckAnthropic)
+// and refuses one that breaks a rule with 400 and the API's error body
+// {"type": "error", "error": {"type": "invalid_request_error",
+// "message": ...}} (platform.claude.com/docs/en/api/errors), failing the
+// test (see the package doc). The rules and where they are documented:
+//
+// The Messages API reference (platform.claude.com/docs/en/api/messages,
+// also the anthropic-sdk-go v2 MessageNewParams docs generated from it):
+//   - model is required; max_tokens is a required integer ≥ 0;
+//   - messages is a non-empty array (at most 100,000); each message has
+//     role "user" or "assistant" and content that is a string or an
+//     array of blocks, non-empty except in an optional final assistant
+//     message; the first message is a user message;
+//   - system is a string or an array of text blocks;
+//   - a text block's text is non-empty ("text content blocks must be
+//     non-empty"), in messages, system and tool results alike;
+//   - an image's source is base64 (media_type one of image/jpeg,
+//     image/png, image/gif, image/webp; data valid base64), url or file;
+//   - tool_use (id, name, input object) and thinking/redacted_thinking
+//     (thinking and signature, or data) only in assistant messages,
+//     tool_result only in user messages; tool_use ids and tool_result
+//     tool_use_ids match ^[a-zA-Z0-9_-]+$ (the schema's pattern; the API
+//     answers "String should match pattern"), and tool_use ids are
+//     unique in the request;
+//   - thinking {type: "enabled"} has budget_tokens ≥ 1024 and below
+//     max_tokens ("Must be ≥1024 and less than max_tokens"), unless an
+//     interleaved-thinking beta header lifts the second limit;
+//   - cache_control is {type: "ephemeral"}.
+//
+// Tool use (docs.anthropic.com/en/docs/build-with-claude/tool-use/overview
+// and platform.claude.com/docs/en/agents-and-tools/tool-use/handle-tool-calls):
+//   - tool names match ^[a-zA-Z0-9_-]{1,64}$ and are unique; a custom
+//     tool's input_schema is a JSON Schema object with type "object";
+//   - every tool_use of an assistant message is answered by a
+//     tool_result with its id in the next message, a user message; each
+//     tool_result answers a tool_use of the message just before, once;
+//     a user message's tool_result blocks come before any other block.
+//
+// Extended thinking (platform.claude.com/docs/en/build-with-claude/extended-thinking,
+// "Preserving thinking blocks", and .../thinking-tool-workflows): with
+// thinking enabled, when the last message returns tool results, the
+// assistant message it answers must start with its thinking or
+// redacted_thinking block.
+//
+// Prompt caching (platform.claude.com/docs/en/build-with-claude/prompt-caching):
+// at most 4 cache_control breakpoints in tools, system and messages.
+//
+// Signatures, image bytes and token counts are not checked: the fake
+// cannot verify them.
 func NewAnthropic(t testing.TB, turns ...Turn) *Server {
-	return NewServer(t, turns, WriteAnthropic)
+	return newServer(t, turns, "Anthropic Messages", checkAnthropic, WriteAnthropic)
 }
 
 // AnthropicDeltaRunes is about how many runes of text the fake puts in
@@ -29,10 +79,9 @@ const AnthropicDeltaRunes = 200
 // message_delta (stop_reason and output usage) and message_stop.
 //
 // It answers like the real API when the request is not a POST to
-// /v1/messages (404) or carries no credential (401); the body is not
-// checked (NewServer records it for tests to inspect). Tests that need
-// a broken or partial stream build their own handler with NewServer and
-// SSE.
+// /v1/messages (404) or carries no credential (401); it does not check
+// the body (NewAnthropic does, before it). Tests that need a broken or
+// partial stream build their own handler with NewServer and SSE.
 func WriteAnthropic(w http.ResponseWriter, r *http.Request, turn Turn) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		anthropicError(w, http.StatusNotFound, "not_found_error", "Not found: "+r.Method+" "+r.URL.Path)

@@ -12,8 +12,54 @@ import (
 // NewGemini starts a fake Gemini API that answers
 // POST /v1beta/models/{model}:streamGenerateContent?alt=sse with the
 // documented SSE stream for each turn in order (see WriteGemini).
+//
+// It first checks each request as generateContent does (CheckGemini)
+// and refuses one that breaks a rule with 400 and Google's error body
+// {"error": {"code": 400, "message", "status": "INVALID_ARGUMENT"}}
+// (ai.google.dev/gemini-api/docs/troubleshooting), failing the test (see
+// the package doc). The rules and where they are documented:
+//
+// The v1beta reference (ai.google.dev/api/generate-content and
+// ai.google.dev/api/caching#Content, #Part, #FunctionDeclaration):
+//   - contents is a non-empty array; a content's role is "user" or
+//     "model" (or left out); its parts are non-empty; a part holds
+//     exactly one kind of data (text, inlineData, fileData,
+//     functionCall, functionResponse, ...); bytes fields (inline data,
+//     thoughtSignature) are base64;
+//   - systemInstruction is text only;
+//   - a functionCall has a name and object args, in model contents; a
+//     functionResponse has a name and an object response, in user
+//     contents;
+//   - a function declaration's name is a-z, A-Z, 0-9, underscores,
+//     colons, dots and dashes, at most 64; parameters and
+//     parametersJsonSchema are mutually exclusive; names are unique
+//     (the API answers "Duplicate function declaration found");
+//   - maxOutputTokens is positive.
+//
+// Function calling (ai.google.dev/gemini-api/docs/function-calling): the
+// model's function call turn comes right after a user turn (a prompt or
+// function responses), and the next turn is a user turn answering
+// every call: as many functionResponse parts as functionCall parts,
+// matched by name and, when the call has one, by id. The API's own
+// wording of these refusals is kept ("Please ensure that the number of
+// function response parts is equal to the number of function call parts
+// of the function call turn.", and the two "comes immediately after"
+// messages).
+//
+// Inline data (ai.google.dev/gemini-api/docs/image-understanding and the
+// audio, video and document guides): the MIME type is one the guides
+// list; images are image/png, image/jpeg, image/webp, image/heic or
+// image/heif — not image/gif.
+//
+// Thinking (ai.google.dev/gemini-api/docs/thinking): thinkingBudget and
+// thinkingLevel are not both set; for gemini-2.5-pro the budget is -1
+// or 128..32768 (it cannot be 0: "This model only works in thinking
+// mode"), for gemini-2.5-flash -1 or 0..24576, for
+// gemini-2.5-flash-lite -1, 0 or 512..24576. Other models' ranges are
+// not checked. Thought signatures are not verified (Gemini 3's demand
+// for them on the current turn's calls is not checked either).
 func NewGemini(t testing.TB, turns ...Turn) *Server {
-	return NewServer(t, turns, WriteGemini)
+	return newServer(t, turns, "Gemini", checkGemini, WriteGemini)
 }
 
 // GeminiDeltaRunes is about how many runes of text the fake puts in one
@@ -34,9 +80,9 @@ const GeminiDeltaRunes = 200
 // thinks, half the output tokens are reported as thoughtsTokenCount.
 //
 // It answers like the real API when the request is not such a POST
-// (404) or carries no x-goog-api-key (403); the body is not checked
-// (NewServer records it for tests to inspect). Tests that need a broken
-// or partial stream build their own handler with NewServer and SSE.
+// (404) or carries no x-goog-api-key (403); it does not check the body
+// (NewGemini does, before it). Tests that need a broken or partial
+// stream build their own handler with NewServer and SSE.
 func WriteGemini(w http.ResponseWriter, r *http.Request, turn Turn) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
 	if r.Method != http.MethodPost || !ok || !strings.HasSuffix(rest, ":streamGenerateContent") || r.URL.Query().Get("alt") != "sse" {

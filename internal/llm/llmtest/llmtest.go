@@ -2,9 +2,19 @@
 // API's documented wire format (SSE event by event), answering from a
 // script of turns and recording every request den sends, for adapter
 // tests, golden request tests and end-to-end runs of den.
+//
+// The fakes also check each request as the real API would
+// (CheckAnthropic, CheckOpenAI, CheckResponses, CheckGemini; each
+// fake's doc lists the rules and where they are documented). A request
+// the real API would refuse is answered with that API's status and
+// error body, kept in Server.Rejected, and reported with t.Errorf on
+// the test that started the fake, so that a retry or fallback layer
+// above the adapter cannot hide it. A test that sends invalid requests
+// on purpose calls Server.ExpectInvalid first.
 package llmtest
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -45,10 +55,16 @@ type HTTPError struct {
 type Server struct {
 	*httptest.Server
 
-	mu       sync.Mutex
-	turns    []Turn
-	next     int
-	requests []Request
+	t     testing.TB
+	api   string                                      // the API's name in reports
+	check func(r *http.Request, body []byte) *refusal // nil: accept anything
+
+	mu            sync.Mutex
+	turns         []Turn
+	next          int
+	requests      []Request
+	rejected      []Rejection
+	expectInvalid bool
 }
 
 // Request is one request den sent.
@@ -58,14 +74,50 @@ type Request struct {
 	Body         []byte
 }
 
+// refusal is how the real API refuses a request: the answer it gives
+// (Status and the API's JSON error Body) and, for the test's report,
+// the Reason.
+type refusal struct {
+	Status int
+	Body   string
+	Reason string
+}
+
+// Rejection is a request a fake refused as the real API would.
+type Rejection struct {
+	Index  int // in Requests
+	Status int
+	Reason string
+}
+
 // NewServer starts a server whose handler writes turn t with write.
-// Adapter packages' fakes (NewAnthropic, NewOpenAI, ...) build on it.
+// It checks nothing: tests that need a broken or hand-made stream use
+// it; the API fakes (NewAnthropic, NewOpenAI, ...) add their checks.
 func NewServer(t testing.TB, turns []Turn, write func(w http.ResponseWriter, r *http.Request, turn Turn)) *Server {
-	s := &Server{turns: turns}
+	return newServer(t, turns, "", nil, write)
+}
+
+// newServer is NewServer with a check run on every request before the
+// script is consulted: a request check refuses is answered with its
+// error, does not use up a turn, and fails t unless ExpectInvalid was
+// called. check returns nil for a request that is not its business
+// (wrong path, no credential), which write then answers.
+func newServer(t testing.TB, turns []Turn, api string, check func(*http.Request, []byte) *refusal, write func(w http.ResponseWriter, r *http.Request, turn Turn)) *Server {
+	s := &Server{t: t, api: api, check: check, turns: turns}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+		index := len(s.requests) - 1
+		s.mu.Unlock()
+		if s.check != nil {
+			if bad := s.check(r, body); bad != nil {
+				s.reject(index, bad, body)
+				writeJSON(w, bad.Status, bad.Body, "")
+				return
+			}
+		}
+		s.mu.Lock()
 		var turn Turn
 		if len(s.turns) > 0 {
 			i := min(s.next, len(s.turns)-1)
@@ -74,18 +126,60 @@ func NewServer(t testing.TB, turns []Turn, write func(w http.ResponseWriter, r *
 		}
 		s.mu.Unlock()
 		if turn.Error != nil {
-			if turn.Error.RetryAfter != "" {
-				w.Header().Set("Retry-After", turn.Error.RetryAfter)
-			}
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(turn.Error.Status)
-			io.WriteString(w, turn.Error.Body)
+			writeJSON(w, turn.Error.Status, turn.Error.Body, turn.Error.RetryAfter)
 			return
 		}
 		write(w, r, turn)
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// reject records a refused request and, unless invalid requests are
+// expected, fails the test with the reason and the body den sent.
+func (s *Server) reject(index int, bad *refusal, body []byte) {
+	s.mu.Lock()
+	s.rejected = append(s.rejected, Rejection{Index: index, Status: bad.Status, Reason: bad.Reason})
+	expected := s.expectInvalid
+	s.mu.Unlock()
+	if !expected {
+		s.t.Errorf("llmtest: the fake %s API refused request %d as the real API would (HTTP %d): %s\nrequest body:\n%s",
+			s.api, index, bad.Status, bad.Reason, clip(body, 8<<10))
+	}
+}
+
+// ExpectInvalid lets the test send requests the real API would refuse:
+// they are still refused and recorded in Rejected, but no longer fail
+// the test.
+func (s *Server) ExpectInvalid() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expectInvalid = true
+}
+
+// Rejected returns the requests refused so far.
+func (s *Server) Rejected() []Rejection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Rejection(nil), s.rejected...)
+}
+
+// writeJSON writes a JSON error answer.
+func writeJSON(w http.ResponseWriter, status int, body, retryAfter string) {
+	if retryAfter != "" {
+		w.Header().Set("Retry-After", retryAfter)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body)
+}
+
+// clip is b, cut to at most n bytes for a report.
+func clip(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return fmt.Sprintf("%s... (%d more bytes)", b[:n], len(b)-n)
 }
 
 // Requests returns what den sent so far.

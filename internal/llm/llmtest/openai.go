@@ -34,8 +34,50 @@ func pieces(s string) []string {
 // (prompt_tokens counts cache reads and writes; sent whether or not the
 // request asked for it with stream_options.include_usage — den always
 // does, as the adapter's golden request shows), and data: [DONE].
+//
+// It first checks each request as Chat Completions does (CheckOpenAI)
+// and refuses one that breaks a rule with 400 and OpenAI's error body
+// {"error": {"message", "type": "invalid_request_error", "param",
+// "code"}} (developers.openai.com/api/docs/guides/error-codes), failing
+// the test (see the package doc). The rules and where they are
+// documented:
+//
+// The Chat Completions reference (developers.openai.com/api/reference/chat,
+// also the openai-go v3 ChatCompletionNewParams docs generated from it):
+//   - model and messages are required; messages is a non-empty array;
+//   - a message's role is system, developer, user, assistant or tool;
+//     system and developer content is text (a string or text parts);
+//     user content is a string or a non-empty array of text, image_url,
+//     input_audio and file parts; an assistant message has content or
+//     tool_calls (each with type, id, function.name and a string
+//     function.arguments); a tool message has content and tool_call_id;
+//   - a function's name has only a-z, A-Z, 0-9, underscores and dashes,
+//     at most 64 of them; its parameters are a JSON Schema object;
+//   - max_tokens and max_completion_tokens are positive integers;
+//     reasoning_effort is one of the documented values; stream_options
+//     only with stream: true ("Only set this when you set stream: true").
+//
+// Function calling (developers.openai.com/api/docs/guides/function-calling):
+// every tool_call id of an assistant message is answered by a tool
+// message with that tool_call_id before the next message of any other
+// role, and a tool message answers a call of the assistant message its
+// run of tool messages follows; the API's wording of both refusals is
+// kept ("messages with role 'tool' must be a response to a preceeding
+// message with 'tool_calls'", "An assistant message with 'tool_calls'
+// must be followed by tool messages responding to each
+// 'tool_call_id'").
+//
+// Vision (developers.openai.com/api/docs/guides/images-vision): a data:
+// URL image is base64 PNG, JPEG, WEBP or GIF.
+//
+// Not checked: that max_tokens is refused for reasoning models
+// (o-series, gpt-5; the reference says it "is not compatible with
+// o-series models"). den sends max_completion_tokens to OpenAI itself
+// and max_tokens only to compatible servers, which take it, and a fake
+// on this machine is always a compatible server to den; checking it
+// would only refuse what a compatible server accepts.
 func NewOpenAI(t testing.TB, turns ...Turn) *Server {
-	return NewServer(t, turns, func(w http.ResponseWriter, r *http.Request, turn Turn) {
+	return newServer(t, turns, "OpenAI Chat Completions", checkOpenAI, func(w http.ResponseWriter, r *http.Request, turn Turn) {
 		if r.Method != http.MethodPost || (r.URL.Path != "/chat/completions" && r.URL.Path != "/v1/chat/completions") {
 			http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
 			return

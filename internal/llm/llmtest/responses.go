@@ -24,8 +24,48 @@ import (
 // "max_output_tokens" or "content_filter" response.incomplete with that
 // reason; "failed" response.failed; "error" an error event; StopNone
 // and StopCut as documented.
+//
+// It first checks each request as the Responses API does
+// (CheckResponses) and refuses one that breaks a rule with 400 and
+// OpenAI's error body (as NewOpenAI), failing the test (see the package
+// doc). The rules and where they are documented:
+//
+// The Responses reference (developers.openai.com/api/reference/responses/create,
+// also the openai-go v3 ResponseNewParams and input item docs generated
+// from it):
+//   - model is required; input is a string or an array of items;
+//     instructions is a string; max_output_tokens a positive integer;
+//     include, reasoning.effort and reasoning.summary take only the
+//     documented values;
+//   - a message item has role user, system or developer (input_text,
+//     input_image, input_file, input_audio content) or assistant
+//     (output_text, refusal content), or string content; a
+//     function_call item has call_id, name and string arguments; a
+//     function_call_output has call_id and output, a string or a list
+//     of input_text, input_image and input_file parts; an input_image
+//     has image_url or file_id and a documented detail; a reasoning item
+//     has id and a summary list of summary_text parts; item ids are
+//     unique ("Duplicate item found with id ...");
+//   - a function tool's name follows the function naming rule of the
+//     function-calling guide (a-z, A-Z, 0-9, underscores, dashes, at
+//     most 64) and its parameters are an object.
+//
+// Function calling (developers.openai.com/api/docs/guides/function-calling):
+// a function_call_output answers a function_call item earlier in the
+// input ("No tool call found for function call output with call_id
+// ..."), unless the request continues a previous_response_id, whose
+// items the fake cannot see.
+//
+// Reasoning (developers.openai.com/api/docs/guides/reasoning,
+// "Encrypted reasoning items", and the reasoning item's
+// encrypted_content doc: "especially important when store is false"):
+// with store: false nothing is kept at OpenAI, so a reasoning item must
+// carry its encrypted_content and an item_reference cannot resolve.
+//
+// Vision (developers.openai.com/api/docs/guides/images-vision): a data:
+// URL image is base64 PNG, JPEG, WEBP or GIF.
 func NewResponses(t testing.TB, turns ...Turn) *Server {
-	return NewServer(t, turns, func(w http.ResponseWriter, r *http.Request, turn Turn) {
+	return newServer(t, turns, "OpenAI Responses", checkResponses, func(w http.ResponseWriter, r *http.Request, turn Turn) {
 		if r.Method != http.MethodPost || (r.URL.Path != "/responses" && r.URL.Path != "/v1/responses") {
 			http.Error(w, `{"error":{"message":"not found","type":"invalid_request_error"}}`, http.StatusNotFound)
 			return

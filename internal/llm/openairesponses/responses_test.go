@@ -336,6 +336,7 @@ func conversation() *llm.Request {
 				&llm.Text{Text: "Reading."},
 				&llm.ToolCall{ID: "call_1", Name: "file_read", Input: json.RawMessage(`{"path":"/etc/hostname"}`)},
 				&llm.ToolCall{ID: "call_2", Name: "screenshot", Input: nil},
+				&llm.ToolCall{ID: "call_3", Name: "file_read", Input: json.RawMessage(`{"path":"/nope"}`)},
 			}},
 			{Role: llm.User, Parts: []llm.Part{
 				&llm.ToolResult{CallID: "call_1", Name: "file_read", Content: []llm.Part{&llm.Text{Text: "den-box"}}},
