@@ -280,3 +280,40 @@ func TestPrepareClamps(t *testing.T) {
 		t.Errorf("default max tokens %d", r.MaxTokens)
 	}
 }
+
+// TestPrepareLeavesOutImages: a fallback that takes no images gets a
+// note in each image's place, in messages and tool results; the caller's
+// history is untouched, and a model that takes images gets them.
+func TestPrepareLeavesOutImages(t *testing.T) {
+	img := &llm.Image{MediaType: "image/png", Data: []byte("png")}
+	req := &llm.Request{Messages: []llm.Message{
+		{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: "look"}, img}},
+		{Role: llm.Assistant, Parts: []llm.Part{&llm.ToolCall{ID: "c", Name: "read_image"}}},
+		{Role: llm.User, Parts: []llm.Part{&llm.ToolResult{CallID: "c", Name: "read_image", Content: []llm.Part{&llm.Text{Text: "1x1"}, img}}}},
+	}}
+	text := Target{Ref: "local/llama", Model: "llama", Info: Info{Images: false}}
+	r := Prepare(text, req, 0)
+	for i, m := range r.Messages {
+		for _, p := range m.Parts {
+			parts := []llm.Part{p}
+			if res, ok := p.(*llm.ToolResult); ok {
+				parts = res.Content
+			}
+			for _, p := range parts {
+				if _, ok := p.(*llm.Image); ok {
+					t.Errorf("message %d still has an image for a model without image input", i)
+				}
+			}
+		}
+	}
+	if got := llm.TextOf(r.Messages[0]); !strings.Contains(got, "left out: local/llama does not take images") {
+		t.Errorf("no note in the image's place: %q", got)
+	}
+	if req.Messages[0].Parts[1] != img || req.Messages[2].Parts[0].(*llm.ToolResult).Content[1] != img {
+		t.Error("Prepare changed the caller's history")
+	}
+	vision := Target{Ref: "anthropic/claude-sonnet-5-5", Model: "claude-sonnet-5-5", Info: Info{Images: true}}
+	if r := Prepare(vision, req, 0); r.Messages[0].Parts[1] != img {
+		t.Error("a model that takes images lost its image")
+	}
+}
