@@ -268,6 +268,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 		if limit := cfg.Context.Window.Budget.MaxTokens(use.Estimated); limit > 0 && (req.MaxTokens == 0 || limit < req.MaxTokens) {
 			req.MaxTokens = limit
 		}
+		req.InputTokens = int64(use.Estimated)
 	}
 	var c llm.Collector
 	start := time.Now()
@@ -287,7 +288,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 		t.meta.Usage, t.meta.Latency, t.meta.CostUSD = &u, time.Since(start), cfg.cost(t.meta.Model, u)
 		if cfg.Context != nil {
 			w := cfg.Context.Window
-			w.Calibrator.Observe(w.Model, use.Raw, u)
+			w.Calibrator.Observe(t.meta.Model, use.Raw, u)
 		}
 		m.add(u, t.meta.CostUSD)
 		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model})

@@ -124,6 +124,10 @@ type Request struct {
 	// CacheKey, when set, asks providers that support it to cache the
 	// stable prefix (tools, system prompt, earlier turns).
 	CacheKey string
+	// InputTokens, when set, is den's estimate of the request's input
+	// tokens, so that a chain of models can fit the request to the
+	// window of whichever model answers it. Adapters do not send it.
+	InputTokens int64
 }
 
 // Event is one element of a stream: *TextDelta, *ThinkingDelta,

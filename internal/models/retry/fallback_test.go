@@ -2,6 +2,7 @@ package retry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"iter"
 	"runtime"
@@ -377,4 +378,59 @@ func TestStallThenFallOver(t *testing.T) {
 	srv.Close()
 	good.Close()
 	noLeaks(t, base)
+}
+
+// TestWindowFollowsTheTarget: when the first member fails, a member
+// whose context window cannot hold the request is skipped (and named in
+// the error if nothing else answers), and the member that answers gets
+// a max_tokens that fits its own window, not the first member's.
+func TestWindowFollowsTheTarget(t *testing.T) {
+	down := llmtest.NewAnthropic(t, llmtest.Turn{Error: anthropicAPI.httpError(401, "invalid x-api-key")})
+	small := openaiAPI.fake(t, goodTurn)
+	roomy := geminiAPI.fake(t, goodTurn)
+	a := anthropicAPI.target(down.URL, "sk-wrong")
+	a.Info = models.Info{ContextWindow: 1_000_000, MaxOutput: 64_000}
+	b := openaiAPI.target(small.URL, "sk-test")
+	b.Info = models.Info{ContextWindow: 32_000, MaxOutput: 16_000}
+	c := geminiAPI.target(roomy.URL, "sk-test")
+	c.Info = models.Info{ContextWindow: 200_000, MaxOutput: 64_000}
+	req := hello()
+	req.MaxTokens, req.InputTokens = 64_000, 150_000
+	m := &Model{Targets: targetsOf(a, b, c), Sleep: (&sleeper{}).Sleep}
+	var col llm.Collector
+	for ev, err := range m.Stream(t.Context(), req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		col.Add(ev)
+	}
+	if got := col.Turn().Model; got != c.Ref {
+		t.Fatalf("answered by %s, want %s", got, c.Ref)
+	}
+	if n := len(small.Requests()); n != 0 {
+		t.Errorf("the 32k-window member was asked %d times for a ~150k-token request", n)
+	}
+	var body struct {
+		Config struct {
+			MaxOutputTokens int `json:"maxOutputTokens"`
+		} `json:"generationConfig"`
+	}
+	if err := json.Unmarshal(roomy.Requests()[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if got := body.Config.MaxOutputTokens; got != 50_000 {
+		t.Errorf("maxOutputTokens %d, want 50000 (200k window - 150k input)", got)
+	}
+
+	// With no member left that fits, the error says why.
+	m.Targets = targetsOf(a, b)
+	var err error
+	for _, e := range m.Stream(t.Context(), req) {
+		if e != nil {
+			err = e
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "do not fit its 32000-token context window") {
+		t.Errorf("err = %v, want the small window named", err)
+	}
 }

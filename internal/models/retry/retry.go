@@ -133,12 +133,14 @@ type run struct {
 	open   func(models.Target) (llm.Model, error)
 	sleep  func(context.Context, time.Duration) error
 	always bool
+	input  int64       // the request's estimated input tokens (0: unknown)
 	models []llm.Model // opened adapters, by target index
 	fails  []*Error    // each target's failure, by target index
 }
 
 // stream is the turn: attempt, then retry, fall over or stop.
 func (r *run) stream(ctx context.Context, req *llm.Request, yield func(llm.Event, error) bool) {
+	r.input = req.InputTokens
 	i := r.next(0)
 	if i < 0 {
 		yield(nil, r.exhausted())
@@ -235,7 +237,7 @@ func (r *run) attempt(ctx context.Context, i int, req *llm.Request, yield func(l
 	}
 
 	content := false
-	for ev, err := range r.models[i].Stream(actx, models.Prepare(t, req, 0)) {
+	for ev, err := range r.models[i].Stream(actx, models.Prepare(t, req, req.InputTokens)) {
 		if timer != nil {
 			timer.Stop()
 		}
@@ -266,8 +268,9 @@ func (r *run) attempt(ctx context.Context, i int, req *llm.Request, yield func(l
 }
 
 // next returns the first target from index from on that can be asked
-// (it has a key or is local, and its adapter opens), recording why the
-// others were skipped; -1 when there is none.
+// (it has a key or is local, its window holds the request, and its
+// adapter opens), recording why the others were skipped; -1 when there
+// is none.
 func (r *run) next(from int) int {
 	for i := from; i < len(r.m.Targets); i++ {
 		if r.models[i] != nil {
@@ -281,6 +284,11 @@ func (r *run) next(from int) int {
 			r.fails[i] = &Error{Ref: t.Ref, Class: Auth, Err: llm.ErrNoKey}
 			continue
 		}
+		if w := int64(t.Info.ContextWindow); w > 0 && r.input > 0 && r.input+minOutput > w {
+			r.fails[i] = &Error{Ref: t.Ref, Class: ContextOverflow,
+				Err: fmt.Errorf("the request's ~%d input tokens do not fit its %d-token context window", r.input, w)}
+			continue
+		}
 		m, err := r.open(t)
 		if err != nil {
 			r.fails[i] = &Error{Ref: t.Ref, Class: Classify(err), Err: err}
@@ -291,6 +299,10 @@ func (r *run) next(from int) int {
 	}
 	return -1
 }
+
+// minOutput is the least room for an answer a target's window must
+// leave beside the request's input to be asked at all.
+const minOutput = 1024
 
 // exhausted is the error when no target is left.
 func (r *run) exhausted() error {
