@@ -30,7 +30,7 @@ func AgentSettableKeys(agent string) []Setting {
 	instructions := keyString([]string{"agents", agent, "instructions"})
 	return []Setting{{
 		Key: model,
-		Doc: "The model this agent uses: a model ref such as openai/gpt-5-mini, or a group name.",
+		Doc: "The model this agent uses: a model ref such as anthropic/claude-sonnet-5-5, or a group name.",
 		Check: func(v any) error {
 			s, err := checkString(model, v, maxModel)
 			if err != nil {

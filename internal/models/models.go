@@ -137,7 +137,7 @@ func (r *Resolver) Resolve(ref string) ([]Target, error) {
 func (r *Resolver) target(ref string) (Target, error) {
 	prov, model, ok := strings.Cut(ref, "/")
 	if !ok || prov == "" || model == "" {
-		return Target{}, fmt.Errorf("%w: %q: want provider/model (e.g. anthropic/claude-sonnet-4-5) or a group's name", ErrBadRef, ref)
+		return Target{}, fmt.Errorf("%w: %q: want provider/model (e.g. anthropic/claude-sonnet-5-5) or a group's name", ErrBadRef, ref)
 	}
 	p, err := r.provider(prov)
 	if err != nil {
