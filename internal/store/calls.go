@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -113,11 +112,7 @@ func (s *Store) OpenCalls(ctx context.Context, sessionID string) (string, []Open
 	var head string
 	var calls []OpenCall
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		var h sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT head FROM sessions WHERE id = ?`, sessionID).Scan(&h)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
+		h, err := sessionHead(ctx, tx, sessionID)
 		if err != nil || !h.Valid {
 			return err
 		}

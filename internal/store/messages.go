@@ -181,11 +181,7 @@ func (s *Store) History(ctx context.Context, sessionID string) ([]llm.Message, e
 func (s *Store) Path(ctx context.Context, sessionID string) ([]StoredMessage, error) {
 	var path []StoredMessage
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		var head sql.NullString
-		err := tx.QueryRowContext(ctx, `SELECT head FROM sessions WHERE id = ?`, sessionID).Scan(&head)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
+		head, err := sessionHead(ctx, tx, sessionID)
 		if err != nil || !head.Valid {
 			return err
 		}
@@ -319,4 +315,15 @@ func queryMessages(ctx context.Context, q querier, query string, args ...any) ([
 		msgs = append(msgs, m)
 	}
 	return msgs, rows.Err()
+}
+
+// sessionHead is the session's head message id, not Valid for a session
+// without messages; ErrNotFound for no such session.
+func sessionHead(ctx context.Context, tx *sql.Tx, sessionID string) (sql.NullString, error) {
+	var head sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT head FROM sessions WHERE id = ?`, sessionID).Scan(&head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return head, ErrNotFound
+	}
+	return head, err
 }

@@ -323,7 +323,9 @@ func encodeThinking(model string, level llm.ThinkingLevel) *thinkingConfig {
 	}
 	m := strings.TrimPrefix(strings.ToLower(model), "models/")
 	pro := strings.Contains(m, "-pro")
-	if generation(m) >= 3 {
+	// Gemini 3 and later think in levels. Any other name (2.5, an alias,
+	// a tuned model) gets a budget, which every thinking model takes.
+	if llm.Generation(m, "gemini-") >= 3 {
 		return &thinkingConfig{ThinkingLevel: thinkingLevel(m, pro, level), IncludeThoughts: level != llm.ThinkingOff}
 	}
 	budget := func(n int) *thinkingConfig { return &thinkingConfig{ThinkingBudget: &n, IncludeThoughts: true} }
@@ -365,19 +367,4 @@ func thinkingLevel(model string, pro bool, level llm.ThinkingLevel) string {
 	default: // high, max (the highest level there is), and any new one
 		return "high"
 	}
-}
-
-// generation is N of a model named gemini-N[.M]..., 0 for any other
-// name (an alias or a tuned model): those get budgets, which every
-// thinking model takes.
-func generation(model string) int {
-	rest, ok := strings.CutPrefix(model, "gemini-")
-	if !ok {
-		return 0
-	}
-	n := 0
-	for i := 0; i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && n < 1000; i++ {
-		n = n*10 + int(rest[i]-'0')
-	}
-	return n
 }

@@ -20,7 +20,7 @@ func ReasoningModel(model string) bool {
 	switch {
 	case strings.HasPrefix(m, "o1-mini"), strings.HasPrefix(m, "o1-preview"), strings.Contains(m, "-chat"):
 		return false
-	case gptGeneration(m) >= 5:
+	case llm.Generation(m, "gpt-") >= 5:
 		return true
 	case len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9':
 		return true
@@ -32,7 +32,7 @@ func ReasoningModel(model string) bool {
 // Completions only with reasoning_effort "none": the GPT-6 family and
 // later, which reason with tools only through the Responses API.
 func ToolsNeedNoReasoning(model string) bool {
-	return gptGeneration(bareModel(model)) >= 6
+	return llm.Generation(bareModel(model), "gpt-") >= 6
 }
 
 // bareModel is model in lower case without any "vendor/" prefix.
@@ -42,19 +42,6 @@ func bareModel(model string) string {
 		m = m[i+1:]
 	}
 	return m
-}
-
-// gptGeneration is N for a model named gpt-N[.M][-...], 0 for any other.
-func gptGeneration(m string) int {
-	rest, ok := strings.CutPrefix(m, "gpt-")
-	if !ok {
-		return 0
-	}
-	n := 0
-	for i := 0; i < len(rest) && rest[i] >= '0' && rest[i] <= '9' && n < 1000; i++ {
-		n = n*10 + int(rest[i]-'0')
-	}
-	return n
 }
 
 // Effort maps a thinking level to a reasoning effort: low, medium and
