@@ -288,7 +288,11 @@ func TestKillForkBomb(t *testing.T) {
 func testKillForkBomb(t *testing.T, m *Manager) {
 	const limit = 64
 	g := create(t, m, "bomb", Limits{Pids: limit, MemoryBytes: 256 * mib})
-	startBlocked(t, g, `b() { b | b & }; b`).release()
+	// Each level of the bomb forks two more and then stays (sleep), so
+	// that it is still running, holding the group full, when its forks
+	// fail; a bomb whose shells exit on "Cannot fork" may have died
+	// out by the time it is looked at, on a loaded machine.
+	startBlocked(t, g, `b() { b | b & sleep 100; }; b`).release()
 
 	full := false
 	for i := 0; i < 10000 && !full; i++ {
