@@ -20,4 +20,5 @@ go test -count=1 -timeout 20m ./...
 # command broker, the gate, the store, the loop) again under the race
 # detector.
 go test -race -count=1 -timeout 20m ./internal/sandbox/bwrap ./internal/computer ./internal/hostcmd/... \
-	./internal/permission ./internal/hostfs ./internal/hostsvc ./internal/store ./internal/agent/... ./internal/models/retry
+	./internal/permission ./internal/hostfs ./internal/hostsvc ./internal/store ./internal/agent/... ./internal/models/retry \
+	./internal/session ./internal/event

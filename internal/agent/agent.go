@@ -64,11 +64,12 @@ type Meta struct {
 	Usage   *llm.Usage
 	CostUSD float64
 	Latency time.Duration
-	// Deliver adds the messages queued for the session to the last
-	// message (a user message), in the same transaction; Delivered, when
-	// set, receives how many there were.
+	// Deliver appends the messages queued for the session after the
+	// messages, each a user message of its own, in the same transaction;
+	// Delivered, when set, receives their ids. With Deliver the messages
+	// may be none: only the queue is delivered.
 	Deliver   bool
-	Delivered *int
+	Delivered *[]string
 }
 
 // CallRecord is a finished call.
@@ -172,8 +173,13 @@ var (
 	ErrCanceled = errors.New("canceled")
 )
 
-// Run sends prompt in the session and runs the loop until the model
-// ends its turn.
+// ErrNothingToDo is Run's error when it was given no prompt and nothing
+// was queued for the session.
+var ErrNothingToDo = errors.New("no message to answer")
+
+// Run sends prompt in the session, with the messages queued for it, and
+// runs the loop until the model ends its turn. A prompt without parts
+// sends only what is queued (ErrNothingToDo when nothing is).
 func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) (Result, error) {
 	if cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = DefaultMaxTurns
@@ -186,8 +192,12 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	} else if n > 0 {
 		cfg.Emit(&WarningEvent{Message: fmt.Sprintf("%d tool call(s) of the last turn were interrupted when den stopped; the model is told", n)})
 	}
-	if err := appendUser(ctx, cfg, sessionID, prompt); err != nil {
+	prompted, err := appendUser(ctx, cfg, sessionID, prompt)
+	if err != nil {
 		return Result{}, fmt.Errorf("agent: save prompt: %w", err)
+	}
+	if !prompted {
+		return Result{}, ErrNothingToDo
 	}
 	var res Result
 	m := &meter{b: cfg.Budget}
@@ -200,7 +210,7 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 			return res, err
 		}
 		res.Stop, res.Text = turn.Stop, llm.TextOf(turn.Message)
-		ids, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, turn.meta, turn.Message)
+		ids, err := commit(ctx, cfg, sessionID, turn.meta, turn.Message)
 		if err != nil {
 			return res, fmt.Errorf("agent: save turn: %w", err)
 		}
@@ -212,7 +222,7 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 		if err != nil {
 			return res, err
 		}
-		if err := appendUser(ctx, cfg, sessionID, results); err != nil {
+		if _, err := appendUser(ctx, cfg, sessionID, results); err != nil {
 			return res, fmt.Errorf("agent: save results: %w", err)
 		}
 		if ctx.Err() != nil {
@@ -222,18 +232,37 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	return res, ErrMaxTurns
 }
 
-// appendUser stores a user message (a prompt, or a turn's results) with
-// the messages queued for the session (den-sessions send), which thus
-// reach the model at this turn boundary, never in the middle of a turn.
-func appendUser(ctx context.Context, cfg Config, sessionID string, msg llm.Message) error {
-	var n int
-	if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, Meta{Deliver: true, Delivered: &n}, msg); err != nil {
-		return err
+// appendUser stores a user message (a prompt, or a turn's results; none
+// when msg has no parts) with the messages queued for the session
+// (den-sessions send, a face's message sent while the turn ran), which
+// thus reach the model at this turn boundary, never in the middle of a
+// turn. It reports whether anything was stored.
+func appendUser(ctx context.Context, cfg Config, sessionID string, msg llm.Message) (bool, error) {
+	var msgs []llm.Message
+	if len(msg.Parts) > 0 {
+		msgs = append(msgs, msg)
 	}
-	if n > 0 {
-		cfg.Emit(&QueuedEvent{Delivered: n})
+	var delivered []string
+	ids, err := commit(ctx, cfg, sessionID, Meta{Deliver: true, Delivered: &delivered}, msgs...)
+	if err != nil {
+		return false, err
 	}
-	return nil
+	for _, id := range delivered {
+		cfg.Emit(&MessageEvent{ID: id, Role: llm.User, Queued: true})
+	}
+	return len(ids)+len(delivered) > 0, nil
+}
+
+// commit appends msgs to the session and tells the faces.
+func commit(ctx context.Context, cfg Config, sessionID string, meta Meta, msgs ...llm.Message) ([]string, error) {
+	ids, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, meta, msgs...)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		cfg.Emit(&MessageEvent{ID: id, Role: msgs[i].Role})
+	}
+	return ids, nil
 }
 
 // turn is a streamed turn with what storing it needs.
@@ -298,7 +327,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 		// Keep what was said; drop calls (none ran).
 		partial := textOnly(t.Message)
 		if len(partial.Parts) > 0 {
-			if _, err := cfg.Store.Append(context.WithoutCancel(ctx), sessionID, t.meta, partial); err != nil {
+			if _, err := commit(ctx, cfg, sessionID, t.meta, partial); err != nil {
 				return t, fmt.Errorf("agent: save the interrupted answer: %w", err)
 			}
 		} else if t.meta.Usage != nil {

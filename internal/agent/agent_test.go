@@ -79,15 +79,23 @@ func (s *memStore) Append(_ context.Context, _ string, meta Meta, msgs ...llm.Me
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids := make([]string, len(msgs))
-	for i, m := range msgs {
-		if i == len(msgs)-1 && meta.Deliver && m.Role == llm.User && len(s.queued) > 0 {
-			for _, q := range s.queued {
-				m.Parts = append(m.Parts, &llm.Text{Text: q})
-			}
+	all := msgs
+	if meta.Deliver {
+		for _, q := range s.queued {
+			all = append(all[:len(all):len(all)], llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: q}}})
+		}
+		s.queued = nil
+	}
+	for i, m := range all {
+		if i >= len(msgs) {
+			id := fmt.Sprint("q", len(s.msgs)+1)
+			s.msgs = append(s.msgs, m)
+			s.metas = append(s.metas, meta)
+			s.events = append(s.events, "append:queued")
 			if meta.Delivered != nil {
-				*meta.Delivered = len(s.queued)
+				*meta.Delivered = append(*meta.Delivered, id)
 			}
-			s.queued = nil
+			continue
 		}
 		s.msgs = append(s.msgs, m)
 		s.metas = append(s.metas, meta)
@@ -414,19 +422,53 @@ func TestRepairAfterKill(t *testing.T) {
 }
 
 // TestQueuedAtTurnBoundary: a message queued for a session while its
-// turn runs joins the conversation with the turn's results, not in the
-// middle.
+// turn runs joins the conversation after the turn's results, as a
+// message of its own, not in the middle; the faces are told of each
+// message committed.
 func TestQueuedAtTurnBoundary(t *testing.T) {
 	store := &memStore{}
 	m := &scripted{turns: [][]llm.Event{callTurn(mkcall("a", "write")), textTurn("ok")}}
 	tools := &queueingTools{store: store}
-	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools}, "s", prompt("go")); err != nil {
+	var msgEvents []*MessageEvent
+	emit := func(e Event) {
+		if me, ok := e.(*MessageEvent); ok {
+			msgEvents = append(msgEvents, me)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools, Emit: emit}, "s", prompt("go")); err != nil {
 		t.Fatal(err)
 	}
-	if len(store.msgs) != 4 || !strings.Contains(llm.TextOf(store.msgs[2]), "[message from session other]") {
-		t.Errorf("queued message not in the results message: %+v", store.msgs)
+	if len(store.msgs) != 5 || store.msgs[3].Role != llm.User || !strings.Contains(llm.TextOf(store.msgs[3]), "[message from session other]") {
+		t.Errorf("queued message not after the results message: %+v", store.msgs)
 	}
-	assertPaired(t, store.msgs)
+	var roles []string
+	for _, e := range msgEvents {
+		r := string(e.Role)
+		if e.Queued {
+			r += "(queued)"
+		}
+		roles = append(roles, r)
+	}
+	if got := strings.Join(roles, " "); got != "user assistant user user(queued) assistant" {
+		t.Errorf("message events: %s", got)
+	}
+	assertPaired(t, llm.Alternate(store.msgs))
+}
+
+// TestRunQueueOnly: a run without a prompt answers what was queued, and
+// one with nothing queued does nothing.
+func TestRunQueueOnly(t *testing.T) {
+	store := &memStore{queued: []string{"hello"}}
+	m := &scripted{turns: [][]llm.Event{textTurn("hi")}}
+	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: &constTools{}}, "s", llm.Message{Role: llm.User}); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.msgs) != 2 || llm.TextOf(store.msgs[0]) != "hello" || llm.TextOf(store.msgs[1]) != "hi" {
+		t.Errorf("history %+v", store.msgs)
+	}
+	if _, err := Run(context.Background(), Config{Model: m, Store: store, Tools: &constTools{}}, "s", llm.Message{Role: llm.User}); !errors.Is(err, ErrNothingToDo) {
+		t.Errorf("nothing queued: %v, want ErrNothingToDo", err)
+	}
 }
 
 type queueingTools struct{ store *memStore }

@@ -11,7 +11,8 @@ import (
 // Event is what a run reports to the faces: *SessionEvent, *TextEvent,
 // *ThinkingEvent, *ToolCallEvent, *ToolResultEvent, *UsageEvent,
 // *RetryEvent, *ModelEvent, *CompactionEvent, *WarningEvent,
-// *QueuedEvent, *ErrorEvent or *DoneEvent. Only the faces turn them into JSON.
+// *MessageEvent, *ErrorEvent or *DoneEvent. Only the faces turn them
+// into JSON.
 type Event interface{ isEvent() }
 
 // SessionEvent opens a run.
@@ -65,9 +66,15 @@ type UsageEvent struct {
 // stopped.
 type WarningEvent struct{ Message string }
 
-// QueuedEvent says messages queued for the session (den-sessions send)
-// were added to the conversation at this turn boundary.
-type QueuedEvent struct{ Delivered int }
+// MessageEvent says a message was committed to the session's history:
+// the prompt, an assistant turn, a turn's results, or a message that
+// was queued for the session (Queued) and joined the conversation at
+// this turn boundary.
+type MessageEvent struct {
+	ID     string
+	Role   llm.Role
+	Queued bool
+}
 
 // RetryEvent says the current attempt failed and the turn starts over
 // after Delay: what it streamed so far is void.
@@ -108,4 +115,4 @@ func (*ModelEvent) isEvent()      {}
 func (*CompactionEvent) isEvent() {}
 func (*DoneEvent) isEvent()       {}
 func (*WarningEvent) isEvent()    {}
-func (*QueuedEvent) isEvent()     {}
+func (*MessageEvent) isEvent()    {}

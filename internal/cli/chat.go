@@ -17,9 +17,10 @@ import (
 
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/agent/ctxwin"
-	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/permission"
+	"den.dev/den/internal/session"
+	"den.dev/den/internal/store"
 )
 
 const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's current turn
@@ -33,7 +34,7 @@ const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's curre
 `
 
 func chatCmd(g *globals) *cobra.Command {
-	f := &runFlags{}
+	f := &runFlags{verb: "chat"}
 	c := &cobra.Command{
 		Use:   "chat",
 		Short: "Chat with the agent in the terminal",
@@ -74,45 +75,73 @@ func (v *chatView) dim(s string) string {
 	return s
 }
 
-func (v *chatView) emit(e agent.Event) {
+// emit shows one event of the session.
+func (v *chatView) emit(e store.Event) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	switch e := e.(type) {
-	case *agent.TextEvent:
+	var f struct {
+		Text, Name, Output, Message, Reason, Agent, Title, Target, Path, Status, Detail string
+		ID                                                                              string
+		Input                                                                           json.RawMessage
+		IsError                                                                         bool    `json:"is_error"`
+		CostUSD                                                                         float64 `json:"cost_usd"`
+		ContextTokens                                                                   int     `json:"context_tokens"`
+		ContextWindow                                                                   int     `json:"context_window"`
+		Compacted                                                                       int
+		DelayMS                                                                         int64 `json:"delay_ms"`
+		Queued                                                                          bool
+		Role                                                                            string
+	}
+	if json.Unmarshal(e.Data, &f) != nil {
+		return
+	}
+	switch e.Type {
+	case "text":
 		if v.color {
-			io.WriteString(v.w, v.md.feed(e.Text))
+			io.WriteString(v.w, v.md.feed(f.Text))
 		} else {
-			io.WriteString(v.w, e.Text)
+			io.WriteString(v.w, f.Text)
 		}
-		v.mid = !strings.HasSuffix(e.Text, "\n")
-	case *agent.ToolCallEvent:
+		v.mid = !strings.HasSuffix(f.Text, "\n")
+	case "tool_call":
 		v.newline()
-		fmt.Fprintf(v.w, "%s\n", v.dim("  ⚙ "+e.Name+" "+oneLine(callSummary(e), 100)))
-	case *agent.ToolResultEvent:
+		fmt.Fprintf(v.w, "%s\n", v.dim("  ⚙ "+f.Name+" "+oneLine(callSummary(f.Input), 100)))
+	case "tool_result":
 		mark := "  ✓ "
-		if e.IsError {
+		if f.IsError {
 			mark = "  ✗ "
 		}
-		fmt.Fprintf(v.w, "%s\n", v.dim(mark+oneLine(e.Output, 100)))
-	case *agent.UsageEvent:
-		if e.Context.Window > 0 {
-			v.ctx = e.Context
+		fmt.Fprintf(v.w, "%s\n", v.dim(mark+oneLine(f.Output, 100)))
+	case "usage":
+		if f.ContextWindow > 0 {
+			v.ctx = ctxwin.Use{Estimated: f.ContextTokens, Window: f.ContextWindow, Percent: 100 * float64(f.ContextTokens) / float64(f.ContextWindow)}
 		}
-		v.cost += e.CostUSD
-	case *agent.CompactionEvent:
+		v.cost += f.CostUSD
+	case "compaction":
 		v.newline()
-		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ─ %d earlier messages summarized to fit the context ─", e.Compacted)))
-	case *agent.RetryEvent:
+		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ─ %d earlier messages summarized to fit the context ─", f.Compacted)))
+	case "retry":
 		v.newline()
-		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ↻ retrying in %v (%s)", e.Delay.Round(time.Millisecond), oneLine(e.Reason, 80))))
-	case *agent.SessionEvent:
-		fmt.Fprintf(v.w, "%s\n", v.dim("session "+e.SessionID+" · agent "+e.Agent))
-	case *agent.WarningEvent:
+		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ↻ retrying in %v (%s)", (time.Duration(f.DelayMS)*time.Millisecond).Round(time.Millisecond), oneLine(f.Reason, 80))))
+	case "session":
+		fmt.Fprintf(v.w, "%s\n", v.dim("session "+e.Session+" · agent "+f.Agent))
+	case "warning":
 		v.newline()
-		fmt.Fprintf(v.w, "  ! %s\n", e.Message)
-	case *agent.QueuedEvent:
+		fmt.Fprintf(v.w, "  ! %s\n", f.Message)
+	case "message":
+		if f.Queued && f.Role == "user" {
+			v.newline()
+			fmt.Fprintf(v.w, "%s\n", v.dim("  ✉ a queued message joined the conversation"))
+		}
+	case "notify":
 		v.newline()
-		fmt.Fprintf(v.w, "%s\n", v.dim(fmt.Sprintf("  ✉ %d queued message(s) from other sessions joined the conversation", e.Delivered)))
+		fmt.Fprintf(v.w, "  🔔 %s: %s\n", permission.Printable(f.Title), permission.PrintableLines(f.Message))
+	case "open":
+		v.newline()
+		fmt.Fprintf(v.w, "  ↗ open %s\n", permission.Printable(f.Target))
+	case "speech":
+		v.newline()
+		fmt.Fprintf(v.w, "  🔊 %s\n", f.Path)
 	}
 }
 
@@ -127,17 +156,17 @@ func (v *chatView) newline() {
 }
 
 // callSummary shows the title the model gave, else the command or path.
-func callSummary(e *agent.ToolCallEvent) string {
+func callSummary(input json.RawMessage) string {
 	var in map[string]any
-	if err := json.Unmarshal(e.Input, &in); err != nil {
-		return string(e.Input)
+	if err := json.Unmarshal(input, &in); err != nil {
+		return string(input)
 	}
 	for _, k := range []string{"tool_title", "command", "path"} {
 		if s, ok := in[k].(string); ok && s != "" {
 			return s
 		}
 	}
-	return string(e.Input)
+	return string(input)
 }
 
 func oneLine(s string, n int) string {
@@ -149,6 +178,10 @@ func oneLine(s string, n int) string {
 }
 
 func chat(ctx context.Context, g *globals, f *runFlags) error {
+	opts, err := f.turnOptions()
+	if err != nil {
+		return err
+	}
 	color := false
 	if out, ok := g.stdout.(*os.File); ok {
 		color = term.IsTerminal(int(out.Fd()))
@@ -158,27 +191,19 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 	// them from it, so a question can give up when answered elsewhere.
 	readLine, stopReading := lineReader(g.stdin)
 	defer stopReading()
-	faces := hostFaces{mode: permission.Wait}
-	faces.emit = func(e any) {
-		view.mu.Lock()
-		defer view.mu.Unlock()
-		view.newline()
-		switch e := e.(type) {
-		case *hostsvc.NotifyEvent:
-			fmt.Fprintf(view.w, "  🔔 %s: %s\n", permission.Printable(e.Title), permission.PrintableLines(e.Message))
-		case *hostsvc.OpenEvent:
-			fmt.Fprintf(view.w, "  ↗ open %s\n", permission.Printable(e.Target))
-		case *hostsvc.SpeechEvent:
-			fmt.Fprintf(view.w, "  🔊 %s\n", e.Path)
-		}
-	}
-	faces.ask, faces.prompt = terminalQuestions(view.w, &view.mu, view.newline, readLine)
-	r, err := newRunner(ctx, g, f, view.emit, faces, "")
+	var faces session.Faces
+	faces.Ask, faces.Prompt = terminalQuestions(view.w, &view.mu, view.newline, readLine)
+	rt, st, sess, err := openRuntime(ctx, g, f, faces)
 	if err != nil {
 		return err
 	}
-	defer func() { r.close() }()
-	fmt.Fprintf(g.stdout, "den chat · %s · /help for commands\n", r.targets[0].Ref)
+	defer st.Close()
+	defer rt.Close()
+	ref, err := rt.ModelRef(sess, f.model)
+	if err != nil {
+		return usageError{err}
+	}
+	fmt.Fprintf(g.stdout, "den chat · %s · /help for commands\n", ref)
 
 	// Ctrl-C stops the current turn; at the prompt, a second one quits.
 	var mu sync.Mutex
@@ -201,7 +226,6 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 	}
 	g.mu.Unlock()
 
-	titled := r.sess.Title != ""
 	for {
 		fmt.Fprint(g.stdout, "> ")
 		line, ok := readLine(ctx)
@@ -221,15 +245,16 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			io.WriteString(g.stdout, chatHelp)
 			continue
 		case line == "/new":
-			r.close()
-			f.sessionID, f.cont = "", false
-			if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
-				return err
+			cfg, err := g.config()
+			if err == nil {
+				sess, err = newSession(ctx, st, sess.Agent, opts.Model, cfg)
 			}
-			titled = false
+			if err != nil {
+				fmt.Fprintln(g.stdout, "error:", err)
+			}
 			continue
 		case line == "/compact":
-			n, err := r.compact(ctx)
+			n, err := rt.Compact(ctx, sess.ID, opts)
 			switch {
 			case err != nil:
 				fmt.Fprintln(g.stdout, "compact:", err)
@@ -238,7 +263,7 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			}
 			continue
 		case line == "/sessions":
-			list, err := r.st.ListSessions(ctx, f.agent, 10)
+			list, err := st.ListSessions(ctx, sess.Agent, 10)
 			if err != nil {
 				fmt.Fprintln(g.stdout, "error:", err)
 			}
@@ -247,49 +272,41 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			}
 			continue
 		case line == "/model" || strings.HasPrefix(line, "/model "):
-			ref := strings.TrimSpace(strings.TrimPrefix(line, "/model"))
-			if ref == "" {
-				fmt.Fprintln(g.stdout, "model:", r.targets[0].Ref)
+			want := strings.TrimSpace(strings.TrimPrefix(line, "/model"))
+			if want == "" {
+				fmt.Fprintln(g.stdout, "model:", ref)
 				continue
 			}
-			old := f.model
-			f.model, f.sessionID, f.cont = ref, r.sess.ID, false
-			r.close()
-			if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
+			got, err := rt.ModelRef(sess, want)
+			if err != nil {
 				fmt.Fprintln(g.stdout, "error:", err)
-				f.model = old
-				if r, err = newRunner(ctx, g, f, view.emit, faces, ""); err != nil {
-					return err
-				}
+				continue
 			}
+			opts.Model, ref = want, got
 			continue
 		case strings.HasPrefix(line, "/"):
 			fmt.Fprintln(g.stdout, "unknown command; /help lists them")
 			continue
 		}
-		if !titled {
-			if err := r.st.SetTitle(ctx, r.sess.ID, title(line)); err != nil {
-				fmt.Fprintln(g.stderr, "den: the session's title was not saved:", err)
-			}
-			titled = true
-		}
 		turnCtx, cancel := context.WithCancel(ctx)
 		mu.Lock()
 		cancelTurn = cancel
 		mu.Unlock()
-		res, err := r.send(turnCtx, line)
+		out, err := follow(turnCtx, rt, sess.ID, session.Message{Text: line}, opts, view.emit)
 		mu.Lock()
 		cancelTurn = nil
 		mu.Unlock()
 		cancel()
 		view.newline()
 		switch {
-		case errors.Is(err, agent.ErrCanceled):
-			fmt.Fprintln(g.stdout, view.dim("(stopped)"))
 		case err != nil:
 			fmt.Fprintln(g.stdout, "error:", err)
-		case res.Stop != llm.StopEndTurn:
-			fmt.Fprintln(g.stdout, view.dim("(stopped: "+string(res.Stop)+")"))
+		case errors.Is(out.Err, agent.ErrCanceled):
+			fmt.Fprintln(g.stdout, view.dim("(stopped)"))
+		case out.Err != nil:
+			fmt.Fprintln(g.stdout, "error:", out.Err)
+		case out.Result.Stop != llm.StopEndTurn:
+			fmt.Fprintln(g.stdout, view.dim("(stopped: "+string(out.Result.Stop)+")"))
 		}
 		if u := view.ctx; u.Window > 0 {
 			fmt.Fprintln(g.stdout, view.dim(fmt.Sprintf("context %dk/%dk (%.0f%%) · $%.4f", u.Estimated/1000, u.Window/1000, u.Percent, view.cost)))

@@ -18,6 +18,7 @@ import (
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/session"
 )
 
 // computerFlags are the flags that choose and shape an agent's computer.
@@ -53,8 +54,12 @@ func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Compute
 	if err != nil {
 		return nil, o, usageError{err}
 	}
-	if err := computer.ValidName("session", f.session); err != nil {
-		return nil, o, usageError{err}
+	// den run and den chat name sessions by id; den exec and den sh by
+	// a name of the user's.
+	if f.session != "" {
+		if err := computer.ValidName("session", f.session); err != nil {
+			return nil, o, usageError{err}
+		}
 	}
 	ac := cfg.Agent(f.agent)
 	o, err = sessionOptions(ac, f)
@@ -260,7 +265,7 @@ func (f *computerFlags) openWithHost(ctx context.Context, g *globals) (*computer
 // host commands: events are told on stderr. The terminal belongs to the
 // command, so nothing is asked on it: with a terminal, an approval waits
 // for den approve from another one; without, asks are denied.
-func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer, agentName, session string, o *computer.SessionOptions) (func(), error) {
+func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer, agentName, sessionID string, o *computer.SessionOptions) (func(), error) {
 	cfg, err := g.config()
 	if err != nil {
 		return nil, err
@@ -273,7 +278,7 @@ func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer,
 		st.Close()
 		return nil, err
 	}
-	faces := hostFaces{mode: permission.DenyAsks, emit: func(e any) {
+	faces := session.Faces{Mode: permission.DenyAsks, Emit: func(e any) {
 		switch e := e.(type) {
 		case *hostsvc.NotifyEvent:
 			fmt.Fprintf(g.stderr, "den: notification: %s: %s\n", permission.Printable(e.Title), permission.PrintableLines(e.Message))
@@ -286,9 +291,9 @@ func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer,
 		}
 	}}
 	if isTerminal(g.stdin) {
-		faces.mode = permission.Wait
+		faces.Mode = permission.Wait
 	}
-	host, _, _, stopHost, err := hostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, session, *o, faces)
+	host, _, _, stopHost, err := session.HostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, sessionID, *o, faces)
 	if err != nil {
 		st.Close()
 		return nil, err

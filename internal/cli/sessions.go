@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
 
@@ -185,7 +186,7 @@ func sessionRecord(ctx context.Context, st *store.Store, id string) ([]shownMess
 		for _, p := range sm.Message.Parts {
 			r, ok := p.(*llm.ToolResult)
 			if !ok {
-				writePart(&b, p)
+				session.WritePart(&b, p)
 				continue
 			}
 			c := byCall[sm.ID+"/"+r.CallID]
@@ -223,41 +224,6 @@ func loadSession(ctx context.Context, st *store.Store, id string) (store.Session
 	}
 	h, err := st.History(ctx, id)
 	return s, h, err
-}
-
-// transcript renders messages as role and readable text.
-func transcript(msgs []llm.Message) []map[string]string {
-	var out []map[string]string
-	for _, m := range msgs {
-		var b strings.Builder
-		for _, p := range m.Parts {
-			writePart(&b, p)
-		}
-		out = append(out, map[string]string{"role": string(m.Role), "text": strings.TrimSpace(b.String())})
-	}
-	return out
-}
-
-// writePart renders one part of a message as readable text.
-func writePart(b *strings.Builder, p llm.Part) {
-	switch p := p.(type) {
-	case *llm.Text:
-		b.WriteString(p.Text)
-	case *llm.Thinking:
-		if p.Text != "" {
-			fmt.Fprintf(b, "(thinking) %s\n", p.Text)
-		}
-	case *llm.ToolCall:
-		fmt.Fprintf(b, "→ %s %s\n", p.Name, string(p.Input))
-	case *llm.ToolResult:
-		status := "←"
-		if p.IsError {
-			status = "← error"
-		}
-		fmt.Fprintf(b, "%s %s\n", status, strings.TrimSpace(llm.TextOf(llm.Message{Parts: p.Content})))
-	case *llm.Image:
-		fmt.Fprintf(b, "[image %s]\n", p.MediaType)
-	}
 }
 
 func sessionsRm(g *globals) *cobra.Command {

@@ -91,6 +91,9 @@ type Options struct {
 	// Mode is what an ask does: Wait (the zero value), AutoApprove or
 	// DenyAsks.
 	Mode Mode
+	// ModeOf, when set, gives the mode at each ask instead of Mode: a
+	// session's gate lives across turns that differ (den run --yes).
+	ModeOf func() Mode
 	// Timeout is how long an approval waits before the call is denied;
 	// 0 is DefaultTimeout.
 	Timeout time.Duration
@@ -274,7 +277,11 @@ func (g *Gate) recall(ctx context.Context, c *Call) error {
 
 // ask settles an ask by the gate's mode.
 func (g *Gate) ask(ctx context.Context, c *Call) error {
-	switch g.o.Mode {
+	mode := g.o.Mode
+	if g.o.ModeOf != nil {
+		mode = g.o.ModeOf()
+	}
+	switch mode {
 	case AutoApprove:
 		c.Decision, c.By, c.Scope = Allow, ByAuto, Once
 		return nil

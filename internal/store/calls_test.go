@@ -85,29 +85,54 @@ func TestWriteAheadCalls(t *testing.T) {
 }
 
 // TestQueueDeliveredWithAppend: a queued message enters the history in
-// the same transaction that takes it off the queue, once.
+// the same transaction that takes it off the queue, once, as a message
+// of its own with the id it was given when queued.
 func TestQueueDeliveredWithAppend(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	sess := newSession(t, s, "a")
-	if _, err := s.Enqueue(ctx, sess.ID, "other", "hello from there"); err != nil {
-		t.Fatal(err)
+	q, err := s.Enqueue(ctx, sess.ID, "other", "hello from there")
+	if err != nil || q.MessageID == "" {
+		t.Fatalf("enqueue: %+v %v", q, err)
 	}
 	if _, err := s.Enqueue(ctx, "nosuch", "", "x"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("queue to a missing session: %v", err)
 	}
 	var got []Queued
-	if _, err := s.AppendWith(ctx, sess.ID, AppendOptions{DeliverQueued: true, Delivered: &got}, user("mine")); err != nil {
-		t.Fatal(err)
+	ids, err := s.AppendWith(ctx, sess.ID, AppendOptions{DeliverQueued: true, Delivered: &got}, user("mine"))
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("append: %v %v", ids, err)
 	}
-	h, _ := s.History(ctx, sess.ID)
-	if len(got) != 1 || len(h) != 1 || !strings.Contains(llm.TextOf(h[0]), "[message from session other]\nhello from there") {
-		t.Errorf("delivered %v, history %+v", got, h)
+	path, _ := s.Path(ctx, sess.ID)
+	if len(got) != 1 || len(path) != 2 || llm.TextOf(path[0].Message) != "mine" || path[1].ID != q.MessageID ||
+		llm.TextOf(path[1].Message) != "[message from session other]\nhello from there" {
+		t.Errorf("delivered %v, history %+v", got, path)
 	}
 	got = nil
 	s.AppendWith(ctx, sess.ID, AppendOptions{DeliverQueued: true, Delivered: &got}, assistant("ok"), user("again"))
 	if len(got) != 0 {
 		t.Errorf("delivered twice: %v", got)
+	}
+
+	// With nothing but the queue: a person's message with an image.
+	img := &llm.Image{MediaType: "image/png", Data: []byte("png")}
+	q2, err := s.EnqueueMessage(ctx, Queued{Session: sess.ID, Text: "look", Parts: []llm.Part{&llm.Text{Text: "look"}, img}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending, _ := s.QueuedMessages(ctx, sess.ID); len(pending) != 1 || len(pending[0].Parts) != 2 {
+		t.Fatalf("pending %+v", pending)
+	}
+	if ids, err := s.AppendWith(ctx, sess.ID, AppendOptions{DeliverQueued: true, Delivered: &got}); err != nil || len(ids) != 0 || len(got) != 1 {
+		t.Fatalf("queue-only delivery: %v %v %v", ids, got, err)
+	}
+	path, _ = s.Path(ctx, sess.ID)
+	last := path[len(path)-1]
+	if last.ID != q2.MessageID || len(last.Message.Parts) != 2 {
+		t.Errorf("the queued message with its image: %+v", last)
+	}
+	if ws, _ := s.SessionsWithQueue(ctx); len(ws) != 0 {
+		t.Errorf("sessions with a queue after delivery: %v", ws)
 	}
 }
 

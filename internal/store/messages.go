@@ -34,9 +34,11 @@ type AppendOptions struct {
 	// message: stored with it, in the same transaction, and added to the
 	// session's totals.
 	Usage *UsageRecord
-	// DeliverQueued adds the messages queued for the session (Enqueue)
-	// to the last message, a user message, and takes them off the queue,
-	// in the same transaction. Delivered says which.
+	// DeliverQueued appends the messages queued for the session
+	// (EnqueueMessage) after msgs, each a user message of its own with
+	// the id it was given when queued, and takes them off the queue, in
+	// the same transaction. Delivered says which. With DeliverQueued,
+	// msgs may be empty: only the queue is delivered.
 	DeliverQueued bool
 	Delivered     *[]Queued
 }
@@ -53,9 +55,10 @@ func (s *Store) Append(ctx context.Context, sessionID string, msgs ...llm.Messag
 	return s.AppendWith(ctx, sessionID, AppendOptions{}, msgs...)
 }
 
-// AppendWith is Append with options.
+// AppendWith is Append with options. The ids it returns are those of
+// msgs, not of delivered queued messages (Delivered has those).
 func (s *Store) AppendWith(ctx context.Context, sessionID string, opts AppendOptions, msgs ...llm.Message) ([]string, error) {
-	if len(msgs) == 0 {
+	if len(msgs) == 0 && !opts.DeliverQueued {
 		return nil, nil
 	}
 	encoded := make([]string, len(msgs))
@@ -67,29 +70,35 @@ func (s *Store) AppendWith(ctx context.Context, sessionID string, opts AppendOpt
 	}
 	var ids []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		msgs, encoded := msgs, encoded
-		if opts.DeliverQueued && msgs[len(msgs)-1].Role == llm.User {
+		all, enc, given := msgs, encoded, make([]string, len(msgs))
+		if opts.DeliverQueued {
 			q, err := deliverQueued(ctx, tx, sessionID)
 			if err != nil {
 				return err
 			}
-			if len(q) > 0 {
-				last := msgs[len(msgs)-1]
-				last.Parts = append(append([]llm.Part(nil), last.Parts...), queuedParts(q)...)
-				enc, err := encodeParts(last.Parts)
+			for _, m := range q {
+				msg := m.message()
+				e, err := encodeParts(msg.Parts)
 				if err != nil {
-					return err
+					return fmt.Errorf("queued message %d: %w", m.ID, err)
 				}
-				msgs = append(append([]llm.Message(nil), msgs[:len(msgs)-1]...), last)
-				encoded = append(append([]string(nil), encoded[:len(encoded)-1]...), enc)
+				all = append(all[:len(all):len(all)], msg)
+				enc = append(enc[:len(enc):len(enc)], e)
+				given = append(given, m.MessageID)
 			}
 			if opts.Delivered != nil {
 				*opts.Delivered = q
 			}
 		}
-		var err error
-		ids, err = appendTx(ctx, tx, sessionID, opts, msgs, encoded)
-		return err
+		if len(all) == 0 {
+			return nil
+		}
+		got, err := appendTx(ctx, tx, sessionID, opts, all, enc, given)
+		if err != nil {
+			return err
+		}
+		ids = got[:len(msgs)]
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: append to session %s: %w", sessionID, err)
@@ -97,7 +106,9 @@ func (s *Store) AppendWith(ctx context.Context, sessionID string, opts AppendOpt
 	return ids, nil
 }
 
-func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, opts AppendOptions, msgs []llm.Message, encoded []string) ([]string, error) {
+// appendTx inserts msgs below the head; given[i], when set, is message
+// i's id (a queued message's), else a new one is made.
+func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, opts AppendOptions, msgs []llm.Message, encoded, given []string) ([]string, error) {
 	var head sql.NullString
 	var model string
 	err := tx.QueryRowContext(ctx, `SELECT head, model FROM sessions WHERE id = ?`, sessionID).Scan(&head, &model)
@@ -123,6 +134,9 @@ func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, opts AppendOpti
 	parent := head
 	for i, m := range msgs {
 		id := newID(fromNanos(t))
+		if i < len(given) && given[i] != "" {
+			id = given[i]
+		}
 		var msgModel sql.NullString
 		if m.Role == llm.Assistant {
 			msgModel = sql.NullString{String: model, Valid: true}
@@ -153,14 +167,6 @@ func appendTx(ctx context.Context, tx *sql.Tx, sessionID string, opts AppendOpti
 		}
 	}
 	return ids, nil
-}
-
-func queuedParts(qs []Queued) []llm.Part {
-	out := make([]llm.Part, len(qs))
-	for i, q := range qs {
-		out[i] = &llm.Text{Text: QueuedText(q)}
-	}
-	return out
 }
 
 // History returns the messages on the path from the session's first

@@ -200,6 +200,28 @@ CREATE TABLE queue (
 ) STRICT;
 CREATE INDEX queue_by_session ON queue(session_id, id);
 `,
+	// 6: sessions that live in a daemon. A queued message has the id it
+	// will take in the history (so a face knows it at once) and may have
+	// parts (attachments) beyond its text; delivered, it is a message of
+	// its own. events is every event of every session, in the order den
+	// published them: faces that reconnect replay what they missed. A
+	// session's status is the last one published, for faces that list
+	// sessions no process is running.
+	`
+ALTER TABLE queue ADD COLUMN message_id TEXT;
+ALTER TABLE queue ADD COLUMN parts TEXT CHECK (parts IS NULL OR json_valid(parts));
+ALTER TABLE sessions ADD COLUMN status TEXT NOT NULL DEFAULT 'idle';
+
+CREATE TABLE events (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+	type       TEXT NOT NULL,
+	time       INTEGER NOT NULL,
+	data       TEXT NOT NULL CHECK (json_valid(data))
+) STRICT;
+CREATE INDEX events_by_session ON events(session_id, id);
+CREATE INDEX sessions_by_status ON sessions(status) WHERE status <> 'idle';
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

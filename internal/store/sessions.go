@@ -18,6 +18,9 @@ type Session struct {
 	Updated time.Time // the last change to the session or its messages
 	Head    string    // the current leaf message; "" before the first message
 	Usage   Usage     // totals of the usage recorded for the session
+	// Status is the last status published for the session (idle,
+	// running, waiting, queued, interrupted, error).
+	Status string
 }
 
 // EnsureAgent creates the agent called name unless it exists.
@@ -63,14 +66,14 @@ func (s *Store) CreateSession(ctx context.Context, agent, model string) (Session
 }
 
 const sessionColumns = `id, agent, title, model, created_at, updated_at, coalesce(head, ''),
-	requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd`
+	requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, status`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	var created, updated, micro int64
 	err := row.Scan(&s.ID, &s.Agent, &s.Title, &s.Model, &created, &updated, &s.Head,
 		&s.Usage.Requests, &s.Usage.InputTokens, &s.Usage.OutputTokens,
-		&s.Usage.CacheReadTokens, &s.Usage.CacheWriteTokens, &micro)
+		&s.Usage.CacheReadTokens, &s.Usage.CacheWriteTokens, &micro, &s.Status)
 	if err != nil {
 		return Session{}, err
 	}
@@ -201,4 +204,29 @@ func mustAffect(res sql.Result) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// SessionsWithStatus returns the ids of the sessions whose last
+// published status is one of statuses.
+func (s *Store) SessionsWithStatus(ctx context.Context, statuses ...string) ([]string, error) {
+	var out []string
+	for _, st := range statuses {
+		rows, err := s.db.QueryContext(ctx, `SELECT id FROM sessions WHERE status = ? ORDER BY id`, st)
+		if err != nil {
+			return nil, fmt.Errorf("store: sessions with status %s: %w", st, err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out = append(out, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"context"
@@ -34,7 +34,9 @@ func (l loopStore) Append(ctx context.Context, id string, meta agent.Meta, msgs 
 	}
 	ids, err := l.st.AppendWith(ctx, id, opts, msgs...)
 	if meta.Delivered != nil {
-		*meta.Delivered = len(delivered)
+		for _, q := range delivered {
+			*meta.Delivered = append(*meta.Delivered, q.MessageID)
+		}
 	}
 	return ids, err
 }

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func (h hostSessions) Show(ctx context.Context, agent, id string) (hostsvc.Sessi
 		return hostsvc.SessionInfo{}, nil, err
 	}
 	var msgs []hostsvc.SessionMessage
-	for _, m := range transcript(hist) {
+	for _, m := range Transcript(hist) {
 		msgs = append(msgs, hostsvc.SessionMessage{Role: m["role"], Text: m["text"]})
 	}
 	return hostsvc.SessionInfo{ID: s.ID, Title: s.Title, Model: s.Model, Updated: s.Updated}, msgs, nil
@@ -69,7 +69,7 @@ func (h hostSessions) Search(ctx context.Context, agent, q string) ([]hostsvc.Hi
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range transcript(hist) {
+		for _, m := range Transcript(hist) {
 			text := m["text"]
 			if i := strings.Index(strings.ToLower(text), needle); i >= 0 {
 				from, to := max(0, i-60), min(len(text), i+len(q)+60)

@@ -1,8 +1,7 @@
-package cli
+package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,22 +17,23 @@ import (
 	"den.dev/den/internal/store"
 )
 
-// hostFaces are what a face offers host commands: where their events go
+// Faces are what the faces offer host commands: where their events go
 // and how (and whether) a person is asked.
-type hostFaces struct {
-	emit   func(any) // hostsvc and permission events
-	ask    func(ctx context.Context, question string, choices []string) (string, error)
-	prompt func(ctx context.Context, r *permission.ApprovalRequest) (permission.Answer, error)
-	mode   permission.Mode
+type Faces struct {
+	Emit   func(any) // hostsvc and permission events
+	Ask    func(ctx context.Context, question string, choices []string) (string, error)
+	Prompt func(ctx context.Context, r *permission.ApprovalRequest) (permission.Answer, error)
+	Mode   permission.Mode
+	ModeOf func() permission.Mode // when set, the mode at each ask
 }
 
-// hostCommands builds the host commands of one session: the gate with
+// HostCommands builds the host commands of one session: the gate with
 // the agent's policy around each command, served on the session's
-// socket by a broker of its own.
-func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *computer.Computer, agentName, session string,
-	o computer.SessionOptions, faces hostFaces) (*computer.HostCommands, *permission.Gate, permission.Policy, func(), error) {
+// socket by a broker of its own. stop releases them.
+func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *computer.Computer, agentName, session string,
+	o computer.SessionOptions, faces Faces) (host *computer.HostCommands, gate *permission.Gate, policy permission.Policy, stop func(), err error) {
 	ac := cfg.Agent(agentName)
-	policy, err := permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
+	policy, err = permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	if err != nil {
 		return nil, nil, policy, nil, fmt.Errorf("config: agents.%s: %w", agentName, err)
 	}
@@ -41,14 +41,15 @@ func hostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 	if err != nil {
 		return nil, nil, policy, nil, err
 	}
-	gate := permission.New(st, agentName, policy, permission.Options{
-		Emit:   func(ev permission.Event) { faces.emit(ev) },
-		Prompt: faces.prompt,
-		Mode:   faces.mode,
+	gate = permission.New(st, agentName, policy, permission.Options{
+		Emit:   func(ev permission.Event) { faces.Emit(ev) },
+		Prompt: faces.Prompt,
+		Mode:   faces.Mode,
+		ModeOf: faces.ModeOf,
 	})
 	svc := &hostsvc.Service{
-		Emit:        func(e hostsvc.Event) { faces.emit(e) },
-		Ask:         faces.ask,
+		Emit:        func(e hostsvc.Event) { faces.Emit(e) },
+		Ask:         faces.Ask,
 		Sessions:    hostSessions{st: st},
 		Models:      hostModels{res: &models.Resolver{Config: cfg}, allowed: ac.AllowedModels, st: st, session: session},
 		Config:      hostConfig{path: firstNonEmpty(cfg.Path(), config.DefaultPath())},
@@ -137,29 +138,4 @@ func envelope(tool string, r hostsvc.Result) hostcmd.Envelope {
 		return hostcmd.Fail(tool, r.Action, r.Code, r.Message)
 	}
 	return hostcmd.OK(tool, r.Action, r.Data)
-}
-
-// hostEventJSON renders host and permission events as den run --json
-// lines.
-func hostEventJSON(e any) any {
-	switch e := e.(type) {
-	case *hostsvc.OpenEvent:
-		return map[string]any{"type": "open", "target": e.Target}
-	case *hostsvc.NotifyEvent:
-		return map[string]any{"type": "notify", "title": e.Title, "message": e.Message}
-	case *hostsvc.SpeechEvent:
-		return map[string]any{"type": "speech", "path": e.Path, "text": e.Text}
-	case permission.Event:
-		b, err := json.Marshal(e)
-		if err != nil {
-			return nil
-		}
-		var m map[string]any
-		if json.Unmarshal(b, &m) != nil {
-			return nil
-		}
-		m["type"] = e.Type()
-		return m
-	}
-	return nil
 }

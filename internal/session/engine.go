@@ -1,0 +1,171 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"den.dev/den/internal/agent"
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/models"
+	"den.dev/den/internal/models/retry"
+	"den.dev/den/internal/permission"
+	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/store"
+	"den.dev/den/internal/tool"
+)
+
+// engine is a loaded session's computer: started, with its host
+// commands and tools. It lives while the session is used and a while
+// after (Options.IdleStop).
+type engine struct {
+	agent    string
+	comp     *computer.Computer
+	opts     computer.SessionOptions
+	info     rootfs.Info
+	box      *computer.Session
+	gate     *permission.Gate
+	policy   permission.Policy
+	stopHost func()
+	reg      *tool.Registry
+	warned   map[string]bool // models whose unknown facts were told
+}
+
+// start opens the session's computer and starts it.
+func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engine, error) {
+	comp, o, err := r.o.Computer(ctx, sess.Agent)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{agent: sess.Agent, comp: comp, warned: map[string]bool{}}
+	e.info, _, _ = comp.Info()
+	faces := Faces{
+		Emit:   func(ev any) { r.emit(sess.ID, ev) },
+		Ask:    r.o.Ask,
+		Prompt: r.prompt,
+		ModeOf: l.mode,
+	}
+	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.o.Config, r.st, comp, sess.Agent, sess.ID, o, faces)
+	if err != nil {
+		return nil, err
+	}
+	e.gate, e.policy, e.stopHost = gate, policy, stop
+	o.Host = host
+	e.opts = o
+	r.emit(sess.ID, &agent.SessionEvent{SessionID: sess.ID, Agent: sess.Agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
+	if e.box, err = comp.Start(ctx, sess.ID, o); err != nil {
+		stop()
+		return nil, err
+	}
+	if e.reg, err = tool.NewRegistry(tool.Builtin()...); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *engine) close() {
+	if e.box != nil {
+		e.box.Close()
+	}
+	if e.stopHost != nil {
+		e.stopHost()
+	}
+}
+
+// turnConfig is the loop's configuration for the next run of the
+// session: the model chain (the turn's own model, else the session's,
+// else the agent's, else the default), the tools on the started
+// computer, the system prompt and the context management.
+func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session, opts TurnOptions) (agent.Config, error) {
+	cfg := r.o.Config
+	res := &models.Resolver{Config: cfg}
+	ref := firstNonEmpty(opts.Model, sess.Model, cfg.Agent(sess.Agent).Model)
+	var err error
+	if ref == "" {
+		if ref, err = res.Default(); err != nil {
+			return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
+	}
+	targets, err := res.Resolve(ref)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	if opts.Model != "" && opts.Model != sess.Model {
+		if err := r.st.SetModel(ctx, sess.ID, opts.Model); err != nil {
+			return agent.Config{}, err
+		}
+	}
+	budget, err := parseBudgets(opts.Budget, opts.SessionBudget, sess)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	for _, t := range targets {
+		if budget.MaxCostUSD > 0 && !t.Info.PricesKnown {
+			return agent.Config{}, fmt.Errorf("%w: a budget in dollars needs prices, and den does not know those of %s: set them in the config "+
+				"([models.%q] price_input = …, price_output = …, in USD per million tokens), or give the budget in tokens (\"200k tokens\")", ErrBadOptions, t.Ref, t.Ref)
+		}
+		if msg := res.Explain(t); msg != "" && !e.warned[t.Ref] {
+			e.warned[t.Ref] = true
+			r.emit(sess.ID, &agent.WarningEvent{Message: msg})
+		}
+	}
+	policy, err := retryPolicy(cfg, opts.Stall)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	chain := &retry.Model{Targets: targets, Open: models.Open, Policy: policy, Strategy: strategyOf(cfg, ref)}
+	instructions, err := agentInstructions(cfg.Agent(sess.Agent))
+	if err != nil {
+		return agent.Config{}, err
+	}
+	var mounts []agent.Mount
+	for _, m := range e.opts.Mounts {
+		mounts = append(mounts, agent.Mount{Guest: m.Guest, ReadOnly: m.ReadOnly})
+	}
+	system := agent.SystemPrompt(agent.Computer{
+		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
+		Network: e.opts.Network, Mounts: mounts,
+		// What den offers this agent today: host commands. Attachments,
+		// the browser, memory and skills are not yet features of den.
+		Features: agent.Features{HostCommands: e.opts.Host != nil},
+	}, instructions, time.Now())
+	tools := &registryTools{reg: e.reg, env: &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell()},
+		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
+	id := sess.ID
+	return agent.Config{
+		Model:     chain,
+		ModelName: targets[0].Model,
+		ModelRef:  targets[0].Ref,
+		Store:     loopStore{st: r.st},
+		Tools:     tools,
+		System:    system,
+		Context: contextFor(r.st, id, filepath.Join(e.comp.SessionDir(id), "offloads"), computerOwner(e.comp), targets[0], chain,
+			system, tools.Specs()),
+		MaxTurns: opts.MaxTurns,
+		Thinking: opts.Thinking,
+		Budget:   budget,
+		Emit:     func(ev agent.Event) { r.emit(id, ev) },
+		// Each request is priced by the model that answered it.
+		Cost: func(model string, u llm.Usage) float64 { return priceOf(chain, model).Cost(u) },
+		OnUsage: func(model string, u llm.Usage, latency time.Duration) {
+			err := r.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{
+				Session: id, Model: model, Purpose: store.PurposeConversation,
+				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+				CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens,
+				CostUSD: priceOf(chain, model).Cost(u), Latency: latency,
+			})
+			if err != nil {
+				r.emit(id, &agent.WarningEvent{Message: "usage not recorded: " + err.Error()})
+			}
+		},
+	}, nil
+}
+
+// ErrBadOptions marks a turn's options den cannot run with (a model
+// that does not resolve, a budget it cannot keep): the face's input was
+// wrong, not den.
+var ErrBadOptions = errors.New("bad options")

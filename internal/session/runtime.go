@@ -1,0 +1,694 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"den.dev/den/internal/agent"
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/event"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/models"
+	"den.dev/den/internal/permission"
+	"den.dev/den/internal/store"
+)
+
+// Options wire a Runtime.
+type Options struct {
+	Store   *store.Store
+	DataDir string
+	Config  *config.Config
+	// Computer opens an agent's computer, provisioning it when needed,
+	// and gives the options its sessions start with (network, mounts).
+	Computer func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error)
+	// Holder names this process in session locks ("den run", "den serve").
+	Holder string
+	// IdleStop stops a session's computer once it has been idle this
+	// long; 0 keeps it until Close.
+	IdleStop time.Duration
+	// Watch makes the runtime run what other processes left: messages
+	// queued for sessions nobody runs, and sessions a killed den left
+	// running (repaired, then marked interrupted). The daemon watches;
+	// den run does not.
+	Watch bool
+	// Ask asks a person a den-ask question in the face that started the
+	// runtime (nil: den-ask is not available).
+	Ask func(ctx context.Context, question string, choices []string) (string, error)
+	// Prompt asks a person for an approval in the face that started the
+	// runtime, beside every other face (Answer); nil: only those.
+	Prompt func(ctx context.Context, r *permission.ApprovalRequest) (permission.Answer, error)
+	Log    *slog.Logger
+}
+
+// TurnOptions shape the runs a message starts.
+type TurnOptions struct {
+	Model         string // a model ref; "" for the session's own
+	Thinking      llm.ThinkingLevel
+	MaxTurns      int    // 0: agent.DefaultMaxTurns
+	Budget        string // this run's: dollars ("0.50") or tokens ("200k tokens")
+	SessionBudget string // the whole session's
+	Stall         time.Duration
+	// Approvals is what an approval does: wait for a face (the zero
+	// value), approve at once (den run --yes), or deny (nobody to ask).
+	Approvals permission.Mode
+	// IfBusy is what Send does when another den process runs the
+	// session's turn.
+	IfBusy Busy
+}
+
+// Busy says what Send does when another process holds the session.
+type Busy int
+
+// What Send may do with a session another process runs.
+const (
+	// Queue the message: the holder delivers it at its next turn
+	// boundary, or a watching runtime runs it once the holder is done.
+	Queue Busy = iota
+	// Fail with store.ErrSessionBusy (den run without --wait).
+	Fail
+	// Wait for the holder to finish, then run (den run --wait).
+	Wait
+)
+
+// Runtime owns the sessions of one den process: every face sends
+// messages, cancels turns, follows events and answers approvals through
+// it. A session runs one turn at a time, in this process or in
+// another (the session lock says which); messages sent meanwhile are
+// queued and join the conversation at the next turn boundary.
+type Runtime struct {
+	o   Options
+	st  *store.Store
+	hub *hub
+	log *slog.Logger
+
+	ctx    context.Context // ends at Close: runs are canceled
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // workers and the watcher
+	idleWG sync.WaitGroup // idle timers scheduled and not stopped
+
+	mu      sync.Mutex
+	live    map[string]*live
+	answers map[string]chan permission.Answer // approvals waiting in this process
+	closed  bool
+}
+
+// live is a session loaded in this process.
+type live struct {
+	id      string
+	running bool // a worker runs its queue
+	kicked  bool // a message came while the worker ran
+	opts    TurnOptions
+	cancel  context.CancelFunc
+	eng     *engine
+	idle    *time.Timer
+	done    []chan Outcome // senders waiting for the worker to end
+	waiting int            // approvals pending
+	modeMu  sync.Mutex
+	approve permission.Mode
+}
+
+func (l *live) mode() permission.Mode {
+	l.modeMu.Lock()
+	defer l.modeMu.Unlock()
+	return l.approve
+}
+
+// Outcome is how the runs a message started ended: the last run's
+// result and error.
+type Outcome struct {
+	Result agent.Result
+	Err    error
+}
+
+// New starts a runtime.
+func New(o Options) (*Runtime, error) {
+	if o.Store == nil || o.Config == nil || o.Computer == nil {
+		return nil, errors.New("session: New needs a store, a config and a way to open computers")
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Holder == "" {
+		o.Holder = "den"
+	}
+	h, err := newHub(o.Store, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Runtime{o: o, st: o.Store, hub: h, log: o.Log, ctx: ctx, cancel: cancel,
+		live: map[string]*live{}, answers: map[string]chan permission.Answer{}}
+	if o.Watch {
+		r.wg.Go(r.watch)
+	}
+	return r, nil
+}
+
+// Store is the runtime's store.
+func (r *Runtime) Store() *store.Store { return r.st }
+
+// Message is what a face sends.
+type Message struct {
+	Text string
+	// Parts, when set, are the message (text and attachments); Text is
+	// then how it reads in a list.
+	Parts []llm.Part
+}
+
+// Sent is a message accepted: the id it has (or will have, once
+// delivered) in the history, whether it waits behind a running turn,
+// and a channel that gets the outcome once the session's worker ends
+// (only for the sender whose message started it, or waited for it).
+type Sent struct {
+	MessageID string
+	Queued    bool
+	Done      <-chan Outcome
+}
+
+// Send gives a session a message. It runs now, or, while a turn runs
+// (here or in another den process), is queued and joins the
+// conversation at the next turn boundary.
+func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts TurnOptions) (Sent, error) {
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return Sent{}, err
+	}
+	if m.Text == "" && len(m.Parts) == 0 {
+		return Sent{}, fmt.Errorf("%w: empty message", ErrBadOptions)
+	}
+	if _, _, err := parseBudget(opts.Budget); err != nil {
+		return Sent{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	if _, _, err := parseBudget(opts.SessionBudget); err != nil {
+		return Sent{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	l, err := r.load(sessionID)
+	if err != nil {
+		return Sent{}, err
+	}
+	done := make(chan Outcome, 1)
+	var lock *store.SessionLock
+	if !r.Running(sessionID) {
+		lock, err = r.st.LockSession(ctx, sessionID, r.o.Holder, opts.IfBusy == Wait)
+		switch {
+		case errors.Is(err, store.ErrSessionBusy) && r.Running(sessionID):
+			// This process took it meanwhile: queue behind that worker.
+			err = nil
+		case errors.Is(err, store.ErrSessionBusy) && opts.IfBusy == Fail:
+			return Sent{}, err
+		case errors.Is(err, store.ErrSessionBusy):
+			// Another den runs the session: it takes the message at its
+			// next turn boundary (or a watching runtime, once it is done).
+			q, err := r.enqueue(ctx, sess, m)
+			if err != nil {
+				return Sent{}, err
+			}
+			r.emit(sessionID, &event.QueuedMessage{MessageID: q.MessageID, Text: m.Text})
+			r.emit(sessionID, &event.Status{Status: event.Queued, Detail: "another den process runs this session's turn"})
+			return Sent{MessageID: q.MessageID, Queued: true}, nil
+		case err != nil:
+			return Sent{}, err
+		}
+	}
+	q, err := r.enqueue(ctx, sess, m)
+	if err != nil {
+		lock.Unlock()
+		return Sent{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		lock.Unlock()
+		return Sent{}, ErrClosed
+	}
+	if l.running {
+		// The running worker delivers it at its next turn boundary.
+		lock.Unlock()
+		l.kicked = true
+		l.opts = opts
+		l.done = append(l.done, done)
+		r.emit(sessionID, &event.QueuedMessage{MessageID: q.MessageID, Text: m.Text})
+		return Sent{MessageID: q.MessageID, Queued: true, Done: done}, nil
+	}
+	l.running, l.opts = true, opts
+	l.done = append(l.done, done)
+	r.startWorker(l, lock)
+	return Sent{MessageID: q.MessageID, Done: done}, nil
+}
+
+// enqueue queues m for the session, naming an untitled session after
+// its first message.
+func (r *Runtime) enqueue(ctx context.Context, sess store.Session, m Message) (store.Queued, error) {
+	if sess.Title == "" && m.Text != "" {
+		if err := r.st.SetTitle(ctx, sess.ID, title(m.Text)); err != nil {
+			return store.Queued{}, err
+		}
+	}
+	return r.st.EnqueueMessage(ctx, store.Queued{Session: sess.ID, Text: m.Text, Parts: m.Parts})
+}
+
+// load returns the session's live state, making it.
+func (r *Runtime) load(id string) (*live, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	l := r.live[id]
+	if l == nil {
+		l = &live{id: id}
+		r.live[id] = l
+	}
+	r.stopIdle(l)
+	return l, nil
+}
+
+// startWorker runs the session's queue in a goroutine of its own,
+// holding lock. r.mu is held.
+func (r *Runtime) startWorker(l *live, lock *store.SessionLock) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	l.cancel = cancel
+	r.wg.Go(func() {
+		defer lock.Unlock()
+		defer cancel()
+		r.work(ctx, l)
+	})
+}
+
+// work runs the session until nothing is queued: each run takes every
+// queued message, and messages queued while it runs join at its turn
+// boundaries.
+func (r *Runtime) work(ctx context.Context, l *live) {
+	var out Outcome
+	for {
+		r.mu.Lock()
+		opts := l.opts
+		l.kicked = false
+		r.mu.Unlock()
+		l.modeMu.Lock()
+		l.approve = opts.Approvals
+		l.modeMu.Unlock()
+		res, err, ran := r.runOnce(ctx, l, opts)
+		if ran {
+			out = Outcome{Result: res, Err: err}
+		}
+		r.mu.Lock()
+		again := l.kicked && ctx.Err() == nil && !errors.Is(err, ErrBadOptions)
+		if !again {
+			l.running, l.cancel = false, nil
+			waiters := l.done
+			l.done = nil
+			r.idleLater(l)
+			r.mu.Unlock()
+			for _, w := range waiters {
+				w <- out
+			}
+			return
+		}
+		r.mu.Unlock()
+	}
+}
+
+// runOnce runs the loop once over what is queued, telling the faces how
+// it went. ran is false when there was nothing to do.
+func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res agent.Result, err error, ran bool) {
+	sess, err := r.st.GetSession(ctx, l.id)
+	if err != nil {
+		return res, err, true
+	}
+	if q, err := r.st.QueuedMessages(ctx, l.id); err != nil {
+		return res, err, true
+	} else if len(q) == 0 {
+		return res, nil, false
+	}
+	if l.eng == nil {
+		if l.eng, err = r.start(ctx, l, sess); err != nil {
+			r.finish(l.id, res, err)
+			return res, err, true
+		}
+	}
+	cfg, err := r.turnConfig(ctx, l.eng, sess, opts)
+	if err != nil {
+		r.finish(l.id, res, err)
+		return res, err, true
+	}
+	r.emit(l.id, &event.Status{Status: event.Running})
+	res, err = agent.Run(ctx, cfg, l.id, llm.Message{Role: llm.User})
+	if errors.Is(err, agent.ErrNothingToDo) {
+		// Taken meanwhile (the session is locked, so only a message
+		// delivered with the queue's previous run can cause this).
+		r.emit(l.id, &event.Status{Status: event.Idle})
+		return res, nil, false
+	}
+	r.finish(l.id, res, err)
+	return res, err, true
+}
+
+// finish tells the faces how a run ended: done, and the session's new
+// status.
+func (r *Runtime) finish(id string, res agent.Result, err error) {
+	switch {
+	case errors.Is(err, agent.ErrCanceled):
+		r.emit(id, &agent.DoneEvent{Stop: "canceled", Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Interrupted, Detail: "stopped"})
+	case errors.Is(err, agent.ErrBudget):
+		r.emit(id, &agent.ErrorEvent{Message: err.Error()})
+		r.emit(id, &agent.DoneEvent{Stop: "budget", Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Error, Detail: err.Error()})
+	case err != nil:
+		r.emit(id, &agent.ErrorEvent{Message: err.Error()})
+		r.emit(id, &agent.DoneEvent{Stop: res.Stop, Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Error, Detail: err.Error()})
+	default:
+		r.emit(id, &agent.DoneEvent{Stop: res.Stop, Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Idle})
+	}
+}
+
+// idleLater stops the session's computer once it has been idle for
+// IdleStop, and forgets the session. r.mu is held.
+func (r *Runtime) idleLater(l *live) {
+	if r.o.IdleStop <= 0 || l.eng == nil || r.closed {
+		return
+	}
+	r.idleWG.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(r.o.IdleStop, func() {
+		defer r.idleWG.Done()
+		r.mu.Lock()
+		if l.running || l.idle != t || r.closed {
+			r.mu.Unlock()
+			return
+		}
+		l.idle = nil
+		eng := l.eng
+		l.eng = nil
+		delete(r.live, l.id)
+		r.mu.Unlock()
+		if eng != nil {
+			eng.close()
+		}
+	})
+	l.idle = t
+}
+
+// stopIdle cancels the session's idle timer. r.mu is held.
+func (r *Runtime) stopIdle(l *live) {
+	if l.idle != nil && l.idle.Stop() {
+		r.idleWG.Done()
+	}
+	l.idle = nil
+}
+
+// Cancel stops the session's running turn. Messages queued behind it
+// still run. It reports whether a turn was running in this process.
+func (r *Runtime) Cancel(sessionID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.live[sessionID]
+	if l == nil || l.cancel == nil {
+		return false
+	}
+	l.cancel()
+	return true
+}
+
+// Running reports whether a turn of the session runs in this process.
+func (r *Runtime) Running(sessionID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := r.live[sessionID]
+	return l != nil && l.running
+}
+
+// Subscribe follows the events of a session ("" for every session)
+// after the id after: those already stored, then live ones. keep, when
+// set, filters them.
+func (r *Runtime) Subscribe(sessionID string, after int64, keep func(store.Event) bool) *Subscription {
+	return r.hub.subscribe(sessionID, after, keep)
+}
+
+// Sync returns once every event published so far is stored and handed
+// to the subscriptions (Subscription.Poll then finds them).
+func (r *Runtime) Sync() { r.hub.sync() }
+
+// LastEventID is the id of the newest stored event.
+func (r *Runtime) LastEventID(ctx context.Context) (int64, error) { return r.st.LastEventID(ctx) }
+
+// emit publishes an event of a session, and the status it implies.
+func (r *Runtime) emit(sessionID string, e any) {
+	r.hub.publish(sessionID, e)
+	switch e.(type) {
+	case *permission.ApprovalRequest:
+		r.hub.publish(sessionID, &event.Status{Status: event.Waiting, Detail: "an approval is needed"})
+	case *permission.ApprovalResolved:
+		if r.Running(sessionID) {
+			r.hub.publish(sessionID, &event.Status{Status: event.Running})
+		}
+	}
+}
+
+// Notify publishes an event of no session (a face's notification).
+func (r *Runtime) Notify(e any) { r.hub.publish("", e) }
+
+// prompt waits for an answer to an approval from a face of this process
+// (Answer), beside the starting face's own Prompt; the gate watches the
+// store for answers from other processes meanwhile.
+func (r *Runtime) prompt(ctx context.Context, req *permission.ApprovalRequest) (permission.Answer, error) {
+	ch := make(chan permission.Answer, 2)
+	r.mu.Lock()
+	r.answers[req.ID] = ch
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.answers, req.ID)
+		r.mu.Unlock()
+	}()
+	pctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if r.o.Prompt != nil {
+		wg.Go(func() {
+			if a, err := r.o.Prompt(pctx, req); err == nil {
+				ch <- a
+			}
+		})
+	}
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		return permission.Answer{}, ctx.Err()
+	}
+}
+
+// Answer answers an approval for a face: the first answer, from any
+// face or process, wins; a later one gets store.ErrAnswered with the
+// approval as it was decided.
+func (r *Runtime) Answer(ctx context.Context, id string, approve bool, scope permission.Scope, by string) (store.Approval, error) {
+	status := store.ApprovalDenied
+	if approve {
+		status = store.ApprovalApproved
+	}
+	if scope == "" {
+		scope = permission.Once
+	}
+	a, err := r.st.AnswerApproval(ctx, id, store.ApprovalAnswer{Status: status, Scope: string(scope), DecidedBy: by})
+	if err != nil {
+		return a, err
+	}
+	r.mu.Lock()
+	ch := r.answers[id]
+	r.mu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- permission.Answer{Approve: approve, Scope: scope}:
+		default:
+		}
+	}
+	return a, nil
+}
+
+// watch runs, once a second, what other processes left behind:
+// sessions a killed den left running are repaired and marked
+// interrupted; queued messages of sessions nobody runs are run.
+func (r *Runtime) watch() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		r.recover(r.ctx)
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// recover does one round of watch.
+func (r *Runtime) recover(ctx context.Context) {
+	stale, err := r.st.SessionsWithStatus(ctx, event.Running, event.Waiting, event.Queued)
+	if err != nil {
+		r.log.Warn("watch: sessions", "err", err)
+		return
+	}
+	for _, id := range stale {
+		if r.Running(id) {
+			continue
+		}
+		lock, err := r.st.LockSession(ctx, id, r.o.Holder, false)
+		if err != nil {
+			continue // someone runs it, or it is gone
+		}
+		n, err := agent.Repair(ctx, loopStore{st: r.st}, id)
+		switch {
+		case err != nil:
+			r.log.Warn("watch: repair", "session", id, "err", err)
+		case n > 0:
+			r.emit(id, &agent.WarningEvent{Message: fmt.Sprintf("%d tool call(s) were interrupted when den stopped; the model is told", n)})
+			r.hub.publishWait(id, &event.Status{Status: event.Interrupted, Detail: "den stopped during the turn"})
+		default:
+			r.hub.publishWait(id, &event.Status{Status: event.Idle})
+		}
+		lock.Unlock()
+	}
+	queued, err := r.st.SessionsWithQueue(ctx)
+	if err != nil {
+		r.log.Warn("watch: queues", "err", err)
+		return
+	}
+	for _, id := range queued {
+		if r.Running(id) || ctx.Err() != nil {
+			continue
+		}
+		lock, err := r.st.LockSession(ctx, id, r.o.Holder, false)
+		if err != nil {
+			continue
+		}
+		l, err := r.load(id)
+		if err != nil {
+			lock.Unlock()
+			return
+		}
+		r.mu.Lock()
+		if l.running || r.closed {
+			r.mu.Unlock()
+			lock.Unlock()
+			continue
+		}
+		l.running = true
+		r.startWorker(l, lock)
+		r.mu.Unlock()
+	}
+}
+
+// Close cancels the running turns, waits for them (their calls are
+// recorded as they end), stops the computers and the event hub.
+func (r *Runtime) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	r.mu.Lock()
+	engines := []*engine{}
+	for _, l := range r.live {
+		r.stopIdle(l)
+		if l.eng != nil {
+			engines = append(engines, l.eng)
+			l.eng = nil
+		}
+	}
+	r.mu.Unlock()
+	r.idleWG.Wait()
+	for _, e := range engines {
+		e.close()
+	}
+	r.hub.close()
+}
+
+// Compact summarizes the older part of an idle session now (den chat's
+// /compact) and returns how many messages the summary stands for.
+func (r *Runtime) Compact(ctx context.Context, sessionID string, opts TurnOptions) (int, error) {
+	l, err := r.load(sessionID)
+	if err != nil {
+		return 0, err
+	}
+	r.mu.Lock()
+	if l.running {
+		r.mu.Unlock()
+		return 0, fmt.Errorf("session %s is running a turn", sessionID)
+	}
+	l.running = true
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		l.running = false
+		r.idleLater(l)
+		r.mu.Unlock()
+	}()
+	lock, err := r.st.LockSession(ctx, sessionID, r.o.Holder, false)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Unlock()
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	if l.eng == nil {
+		if l.eng, err = r.start(ctx, l, sess); err != nil {
+			return 0, err
+		}
+	}
+	cfg, err := r.turnConfig(ctx, l.eng, sess, opts)
+	if err != nil {
+		return 0, err
+	}
+	c := cfg.Context
+	history, err := c.Store.Messages(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	sums, err := c.Store.Summaries(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	res, err := c.Window.Compact(ctx, history, sums)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.Store.AddSummary(ctx, sessionID, res.Summary, res.Compacted); err != nil {
+		return 0, err
+	}
+	r.emit(sessionID, &agent.CompactionEvent{Compacted: res.Compacted, Kept: res.Kept})
+	return res.Compacted, nil
+}
+
+// ModelRef is the model the session's next turn uses with override
+// ("" for none): its first member's ref.
+func (r *Runtime) ModelRef(sess store.Session, override string) (string, error) {
+	res := &models.Resolver{Config: r.o.Config}
+	ref := firstNonEmpty(override, sess.Model, r.o.Config.Agent(sess.Agent).Model)
+	var err error
+	if ref == "" {
+		if ref, err = res.Default(); err != nil {
+			return "", err
+		}
+	}
+	ts, err := res.Resolve(ref)
+	if err != nil {
+		return "", err
+	}
+	return ts[0].Ref, nil
+}

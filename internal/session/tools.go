@@ -1,0 +1,113 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"den.dev/den/internal/agent"
+	"den.dev/den/internal/cmdscan"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/permission"
+	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/tool"
+)
+
+// registryTools adapts the tool registry to the loop, and puts shell
+// commands through the command scanner: labels for the faces and, under
+// restricted trust, an approval before a command that could destroy
+// files in a read-write user mount.
+type registryTools struct {
+	reg        *tool.Registry
+	env        *tool.Env
+	session    string
+	mounts     []cmdscan.Mount
+	gate       *permission.Gate
+	restricted bool
+}
+
+func (r *registryTools) Specs() []llm.Tool { return r.reg.Specs() }
+
+// Concurrent: reads, and shell commands that only read and leave the
+// shell as it was (each then gets a fresh process), may run beside the
+// other calls of their turn. Anything else runs alone in call order:
+// [apt-get install x, x --version] or [mkdir d, cd d] must not race.
+func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
+	if cmd, ok := shellCommand(c); ok {
+		class, err := cmdscan.Classify(cmd, "", r.mounts)
+		return err == nil && class.ReadOnly() && !cmdscan.ChangesShell(cmd)
+	}
+	return c.Name != "shell_execute" && r.reg.ReadOnly(*c)
+}
+
+// Labels classifies a shell command for tool cards.
+func (r *registryTools) Labels(c *llm.ToolCall) []string {
+	cmd, ok := shellCommand(c)
+	if !ok {
+		return nil
+	}
+	class, _ := cmdscan.Classify(cmd, "", r.mounts)
+	return class.Labels()
+}
+
+func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallOptions) agent.Outcome {
+	env := *r.env
+	env.Output = o.Output
+	res, exit := r.call(ctx, &env, c, o.Concurrent)
+	return agent.Outcome{Result: res, ExitCode: exit}
+}
+
+func (r *registryTools) call(ctx context.Context, env *tool.Env, c *llm.ToolCall, concurrent bool) (llm.ToolResult, *int) {
+	if cmd, ok := shellCommand(c); ok && r.restricted && r.gate != nil {
+		class, _ := cmdscan.Classify(cmd, "", r.mounts)
+		if class.DestroysWritableMount() {
+			pc, err := r.gate.Check(ctx, permission.Request{Session: r.session, Command: "shell_execute", Action: "destructive",
+				Subject: strings.Join(class.WritableMounts(), ","), Args: []string{cmd}})
+			if err != nil || pc.Decision != permission.Allow {
+				why := "the user did not approve it"
+				if err != nil {
+					why = err.Error()
+				}
+				return llm.ToolResult{IsError: true, Content: []llm.Part{&llm.Text{Text: fmt.Sprintf(
+					"not run: this command could delete or overwrite files in the user's folder %s, and %s. Ask the user, or change only files you created.",
+					strings.Join(class.WritableMounts(), ", "), why)}}}, nil
+			}
+			res, exit, _ := r.reg.Run(ctx, env, *c, concurrent)
+			code := 0
+			if res.IsError {
+				code = 1
+			}
+			if exit != nil {
+				code = *exit
+			}
+			pc.Finish(context.WithoutCancel(ctx), code)
+			return res, exit
+		}
+	}
+	// A Go error (the computer is gone, the run was canceled) is also
+	// described in the result, which the model reads.
+	res, exit, _ := r.reg.Run(ctx, env, *c, concurrent)
+	return res, exit
+}
+
+func shellCommand(c *llm.ToolCall) (string, bool) {
+	if c.Name != "shell_execute" {
+		return "", false
+	}
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(c.Input, &in) != nil || in.Command == "" {
+		return "", false
+	}
+	return in.Command, true
+}
+
+func scanMounts(binds []sandbox.Bind) []cmdscan.Mount {
+	out := make([]cmdscan.Mount, len(binds))
+	for i, b := range binds {
+		out[i] = cmdscan.Mount{Guest: b.Guest, ReadOnly: b.ReadOnly}
+	}
+	return out
+}
