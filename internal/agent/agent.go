@@ -148,6 +148,10 @@ type Config struct {
 	Context *Context
 	// LoopGuard sets the loop detector's thresholds (zero: defaults).
 	LoopGuard loopguard.Config
+	// Halt, when set, is asked at each turn boundary (a turn's results
+	// committed, before the next request): true ends the run there with
+	// ErrHalted. den stopping lets running calls end this way.
+	Halt func() bool
 }
 
 func (cfg *Config) cost(model string, u llm.Usage) float64 {
@@ -171,6 +175,7 @@ type Result struct {
 var (
 	ErrMaxTurns = errors.New("turn limit reached")
 	ErrCanceled = errors.New("canceled")
+	ErrHalted   = errors.New("halted at a turn boundary: den is stopping")
 )
 
 // ErrNothingToDo is Run's error when it was given no prompt and nothing
@@ -227,6 +232,9 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 		}
 		if ctx.Err() != nil {
 			return res, ErrCanceled
+		}
+		if cfg.Halt != nil && cfg.Halt() {
+			return res, ErrHalted
 		}
 	}
 	return res, ErrMaxTurns

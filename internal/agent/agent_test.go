@@ -660,3 +660,29 @@ func TestSystemPromptSaysOnlyWhatIsTrue(t *testing.T) {
 		}
 	}
 }
+
+// TestHaltAtTurnBoundary: a run asked to halt stops after the turn's
+// results are committed, before the next request.
+func TestHaltAtTurnBoundary(t *testing.T) {
+	store := &memStore{}
+	m := &scripted{turns: [][]llm.Event{callTurn(mkcall("a", "write")), textTurn("never asked")}}
+	halt := false
+	tools := &haltingTools{halt: &halt}
+	_, err := Run(context.Background(), Config{Model: m, Store: store, Tools: tools, Halt: func() bool { return halt }}, "s", prompt("go"))
+	if !errors.Is(err, ErrHalted) {
+		t.Fatalf("err %v, want ErrHalted", err)
+	}
+	if len(store.msgs) != 3 || len(m.reqs) != 1 {
+		t.Errorf("%d messages, %d requests: want the results committed and no second request", len(store.msgs), len(m.reqs))
+	}
+	assertPaired(t, store.msgs)
+}
+
+type haltingTools struct{ halt *bool }
+
+func (*haltingTools) Specs() []llm.Tool             { return []llm.Tool{{Name: "write"}} }
+func (*haltingTools) Concurrent(*llm.ToolCall) bool { return false }
+func (h *haltingTools) Call(context.Context, *llm.ToolCall, CallOptions) Outcome {
+	*h.halt = true
+	return Outcome{Result: llm.ToolResult{Content: []llm.Part{&llm.Text{Text: "ok"}}}}
+}

@@ -17,6 +17,7 @@ import (
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/daemon"
 	"den.dev/den/internal/event"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
@@ -132,7 +133,11 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 		faces.Ask, faces.Prompt = terminalQuestions(g.stderr, &mu, func() {}, readLine)
 	case isTerminal(g.stderr):
 	default:
-		opts.Approvals = permission.DenyAsks
+		// Nobody at this terminal: a den serve on the same data dir can
+		// still ask a person (its faces, a phone); without one, deny.
+		if serving, _ := daemon.Serving(DataDir(g.dataDir)); !serving {
+			opts.Approvals = permission.DenyAsks
+		}
 	}
 	rt, st, sess, err := openRuntime(ctx, g, f, faces)
 	if err != nil {

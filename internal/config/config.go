@@ -3,11 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -21,8 +23,29 @@ type Config struct {
 	Models    map[string]Model    `toml:"models"`
 	Groups    map[string]Group    `toml:"groups"`
 	Retry     Retry               `toml:"retry"`
+	Server    Server              `toml:"server"`
 
 	path string
+}
+
+// Server is den serve's settings; its flags win.
+type Server struct {
+	Listen string `toml:"listen"` // host:port, default 127.0.0.1:7700
+	// TLS is "self-signed" for a certificate den makes and keeps, or
+	// empty; TLSCert and TLSKey name a certificate of the user's.
+	TLS     string `toml:"tls"`
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+	// AllowedHosts are names the daemon answers to besides loopback, IP
+	// addresses and the machine's own name ("den.example.ts.net",
+	// "*.example.ts.net"): the Host check against DNS rebinding.
+	AllowedHosts []string `toml:"allowed_hosts"`
+	// TrustedProxies are the addresses or CIDR ranges of reverse proxies
+	// whose X-Forwarded-For and X-Forwarded-Proto den believes.
+	TrustedProxies []string `toml:"trusted_proxies"`
+	// IdleStop stops a session's computer after it has been idle this
+	// long (a duration such as "15m"; default 15m, "0" never).
+	IdleStop string `toml:"idle_stop"`
 }
 
 // Sandbox chooses the backend.
@@ -213,6 +236,9 @@ func (c *Config) validate(data []byte) error {
 	default:
 		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"sandbox", "backend"}), c.Sandbox.Backend)
 	}
+	if err := c.Server.validate(c.path, data); err != nil {
+		return err
+	}
 	for name, p := range c.Providers {
 		switch p.Type {
 		case "anthropic", "openai", "openai-responses", "gemini":
@@ -311,4 +337,65 @@ func ParseBytes(s string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a number with an optional K, M, G or T suffix", s)
 	}
 	return int64(f * float64(mult)), nil
+}
+
+func (s Server) validate(path string, data []byte) error {
+	at := func(k string) string {
+		return fmt.Sprintf("%s:%d: server.%s", path, lineOf(data, toml.Key{"server", k}), k)
+	}
+	switch s.TLS {
+	case "", "self-signed":
+	default:
+		return fmt.Errorf("%w: %s %q: want \"self-signed\", or tls_cert and tls_key", ErrInvalid, at("tls"), s.TLS)
+	}
+	if (s.TLSCert == "") != (s.TLSKey == "") {
+		return fmt.Errorf("%w: %s: tls_cert and tls_key go together", ErrInvalid, at("tls_cert"))
+	}
+	if s.TLS != "" && s.TLSCert != "" {
+		return fmt.Errorf("%w: %s: either tls = \"self-signed\" or tls_cert and tls_key", ErrInvalid, at("tls"))
+	}
+	if _, err := s.Proxies(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, at("trusted_proxies"), err)
+	}
+	if _, err := s.IdleStopAfter(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalid, at("idle_stop"), err)
+	}
+	return nil
+}
+
+// Proxies parses TrustedProxies: addresses (a /32 or /128) or CIDR
+// ranges.
+func (s Server) Proxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, p := range s.TrustedProxies {
+		if pf, err := netip.ParsePrefix(p); err == nil {
+			out = append(out, pf)
+			continue
+		}
+		a, err := netip.ParseAddr(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an address or a CIDR range", p)
+		}
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// DefaultIdleStop is how long a session's computer runs idle by default.
+const DefaultIdleStop = 15 * time.Minute
+
+// IdleStopAfter parses IdleStop: DefaultIdleStop when unset, 0 for
+// never.
+func (s Server) IdleStopAfter() (time.Duration, error) {
+	switch strings.TrimSpace(s.IdleStop) {
+	case "":
+		return DefaultIdleStop, nil
+	case "0", "never":
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s.IdleStop)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration such as 15m", s.IdleStop)
+	}
+	return d, nil
 }

@@ -48,7 +48,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		Prompt: r.prompt,
 		ModeOf: l.mode,
 	}
-	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.o.Config, r.st, comp, sess.Agent, sess.ID, o, faces)
+	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (e *engine) close() {
 // else the agent's, else the default), the tools on the started
 // computer, the system prompt and the context management.
 func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session, opts TurnOptions) (agent.Config, error) {
-	cfg := r.o.Config
+	cfg := r.Config()
 	res := &models.Resolver{Config: cfg}
 	ref := firstNonEmpty(opts.Model, sess.Model, cfg.Agent(sess.Agent).Model)
 	var err error
@@ -146,6 +146,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		Context: contextFor(r.st, id, filepath.Join(e.comp.SessionDir(id), "offloads"), computerOwner(e.comp), targets[0], chain,
 			system, tools.Specs()),
 		MaxTurns: opts.MaxTurns,
+		Halt:     r.halting.Load,
 		Thinking: opts.Thinking,
 		Budget:   budget,
 		Emit:     func(ev agent.Event) { r.emit(id, ev) },

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"den.dev/den/internal/agent"
@@ -86,10 +89,14 @@ type Runtime struct {
 	hub *hub
 	log *slog.Logger
 
-	ctx    context.Context // ends at Close: runs are canceled
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // workers and the watcher
-	idleWG sync.WaitGroup // idle timers scheduled and not stopped
+	ctx     context.Context // ends at Close: runs are canceled
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // workers and the watcher
+	workers sync.WaitGroup // workers
+	idleWG  sync.WaitGroup // idle timers scheduled and not stopped
+	halting atomic.Bool    // Shutdown began: runs stop at their next turn boundary
+
+	cfg atomic.Pointer[config.Config]
 
 	mu      sync.Mutex
 	live    map[string]*live
@@ -143,11 +150,20 @@ func New(o Options) (*Runtime, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &Runtime{o: o, st: o.Store, hub: h, log: o.Log, ctx: ctx, cancel: cancel,
 		live: map[string]*live{}, answers: map[string]chan permission.Answer{}}
+	r.cfg.Store(o.Config)
 	if o.Watch {
 		r.wg.Go(r.watch)
 	}
 	return r, nil
 }
+
+// Config is the configuration runs start with.
+func (r *Runtime) Config() *config.Config { return r.cfg.Load() }
+
+// SetConfig replaces the configuration for runs that start from now on
+// (a turn in progress keeps its own; a started computer keeps its host
+// commands' policy until it is stopped).
+func (r *Runtime) SetConfig(c *config.Config) { r.cfg.Store(c) }
 
 // Store is the runtime's store.
 func (r *Runtime) Store() *store.Store { return r.st }
@@ -180,6 +196,9 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 	}
 	if m.Text == "" && len(m.Parts) == 0 {
 		return Sent{}, fmt.Errorf("%w: empty message", ErrBadOptions)
+	}
+	if r.halting.Load() {
+		return Sent{}, ErrClosed
 	}
 	if _, _, err := parseBudget(opts.Budget); err != nil {
 		return Sent{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
@@ -222,9 +241,10 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	if r.closed || r.halting.Load() {
+		// Stored: it runs when den starts again.
 		lock.Unlock()
-		return Sent{}, ErrClosed
+		return Sent{MessageID: q.MessageID, Queued: true}, nil
 	}
 	if l.running {
 		// The running worker delivers it at its next turn boundary.
@@ -273,7 +293,9 @@ func (r *Runtime) load(id string) (*live, error) {
 func (r *Runtime) startWorker(l *live, lock *store.SessionLock) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	l.cancel = cancel
+	r.workers.Add(1)
 	r.wg.Go(func() {
+		defer r.workers.Done()
 		defer lock.Unlock()
 		defer cancel()
 		r.work(ctx, l)
@@ -298,7 +320,7 @@ func (r *Runtime) work(ctx context.Context, l *live) {
 			out = Outcome{Result: res, Err: err}
 		}
 		r.mu.Lock()
-		again := l.kicked && ctx.Err() == nil && !errors.Is(err, ErrBadOptions)
+		again := l.kicked && ctx.Err() == nil && !errors.Is(err, ErrBadOptions) && !r.halting.Load()
 		if !again {
 			l.running, l.cancel = false, nil
 			waiters := l.done
@@ -353,9 +375,15 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 // status.
 func (r *Runtime) finish(id string, res agent.Result, err error) {
 	switch {
+	case errors.Is(err, agent.ErrCanceled) && r.halting.Load():
+		r.emit(id, &agent.DoneEvent{Stop: "canceled", Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Interrupted, Detail: "den stopped during the turn"})
 	case errors.Is(err, agent.ErrCanceled):
 		r.emit(id, &agent.DoneEvent{Stop: "canceled", Text: res.Text})
 		r.emit(id, &event.Status{Status: event.Interrupted, Detail: "stopped"})
+	case errors.Is(err, agent.ErrHalted):
+		r.emit(id, &agent.DoneEvent{Stop: "halted", Text: res.Text})
+		r.emit(id, &event.Status{Status: event.Interrupted, Detail: "den stopped at a turn boundary; send a message to go on"})
 	case errors.Is(err, agent.ErrBudget):
 		r.emit(id, &agent.ErrorEvent{Message: err.Error()})
 		r.emit(id, &agent.DoneEvent{Stop: "budget", Text: res.Text})
@@ -588,6 +616,25 @@ func (r *Runtime) recover(ctx context.Context) {
 	}
 }
 
+// Shutdown stops the runtime the way den serve stops on SIGTERM: no new
+// message is taken, running turns end at their next turn boundary (the
+// running tool calls finish), and those still running after grace are
+// canceled (their calls recorded as they end); then Close.
+func (r *Runtime) Shutdown(grace time.Duration) {
+	r.halting.Store(true)
+	done := make(chan struct{})
+	go func() {
+		r.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+	}
+	r.Close()
+	<-done
+}
+
 // Close cancels the running turns, waits for them (their calls are
 // recorded as they end), stops the computers and the event hub.
 func (r *Runtime) Close() {
@@ -678,8 +725,8 @@ func (r *Runtime) Compact(ctx context.Context, sessionID string, opts TurnOption
 // ModelRef is the model the session's next turn uses with override
 // ("" for none): its first member's ref.
 func (r *Runtime) ModelRef(sess store.Session, override string) (string, error) {
-	res := &models.Resolver{Config: r.o.Config}
-	ref := firstNonEmpty(override, sess.Model, r.o.Config.Agent(sess.Agent).Model)
+	res := &models.Resolver{Config: r.Config()}
+	ref := firstNonEmpty(override, sess.Model, r.Config().Agent(sess.Agent).Model)
 	var err error
 	if ref == "" {
 		if ref, err = res.Default(); err != nil {
@@ -691,4 +738,60 @@ func (r *Runtime) ModelRef(sess store.Session, override string) (string, error) 
 		return "", err
 	}
 	return ts[0].Ref, nil
+}
+
+// Delete removes a session: its running turn is stopped (a turn in
+// another den process makes it fail with store.ErrSessionBusy), its
+// computer's session stopped, its record and its folders removed.
+func (r *Runtime) Delete(ctx context.Context, sessionID string) error {
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	l := r.live[sessionID]
+	if l != nil && l.cancel != nil {
+		l.cancel()
+	}
+	r.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	lock, err := r.st.LockSession(wctx, sessionID, r.o.Holder, r.Running(sessionID))
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	r.mu.Lock()
+	var eng *engine
+	if l := r.live[sessionID]; l != nil && !l.running {
+		r.stopIdle(l)
+		eng, l.eng = l.eng, nil
+		delete(r.live, sessionID)
+	}
+	r.mu.Unlock()
+	if eng != nil {
+		eng.close()
+	}
+	if err := r.st.DeleteSession(ctx, sessionID); err != nil {
+		return err
+	}
+	// The folders hold what the computer wrote: RemoveAll removes
+	// symlinks planted there, never what they point to.
+	return os.RemoveAll(filepath.Join(r.o.DataDir, "agents", sess.Agent, "sessions", sessionID))
+}
+
+// Create makes a session of agent whose turns use model ("" for the
+// agent's model, else the default one), checking the model resolves.
+func (r *Runtime) Create(ctx context.Context, agentName, model string) (store.Session, error) {
+	if err := r.st.EnsureAgent(ctx, agentName); err != nil {
+		return store.Session{}, err
+	}
+	ref, err := r.ModelRef(store.Session{Agent: agentName}, model)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	if model == "" {
+		model = firstNonEmpty(r.Config().Agent(agentName).Model, ref)
+	}
+	return r.st.CreateSession(ctx, agentName, model)
 }

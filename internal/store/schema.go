@@ -222,6 +222,24 @@ CREATE TABLE events (
 CREATE INDEX events_by_session ON events(session_id, id);
 CREATE INDEX sessions_by_status ON sessions(status) WHERE status <> 'idle';
 `,
+	// 7: finding sessions. message_text holds the text of every message
+	// (its text parts, joined) for full-text search, kept by triggers so
+	// that every den process's writes are indexed; its rowid is the
+	// message's.
+	`
+CREATE VIRTUAL TABLE message_text USING fts5(text, session_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+CREATE TRIGGER message_text_insert AFTER INSERT ON messages BEGIN
+	INSERT INTO message_text (rowid, text, session_id)
+	SELECT new.rowid, group_concat(json_extract(p.value, '$.text'), char(10)), new.session_id
+	FROM json_each(new.parts) p WHERE json_extract(p.value, '$.type') = 'text';
+END;
+CREATE TRIGGER message_text_delete AFTER DELETE ON messages BEGIN
+	DELETE FROM message_text WHERE rowid = old.rowid;
+END;
+INSERT INTO message_text (rowid, text, session_id)
+	SELECT m.rowid, group_concat(json_extract(p.value, '$.text'), char(10)), m.session_id
+	FROM messages m, json_each(m.parts) p WHERE json_extract(p.value, '$.type') = 'text' GROUP BY m.rowid;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

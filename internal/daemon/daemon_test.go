@@ -1,0 +1,281 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
+)
+
+const testToken = "test-token-0123456789abcdef-0123456789"
+
+// testDaemon is a daemon on loopback whose log is kept, with no
+// computers (the routes under test start none).
+type testDaemon struct {
+	*Daemon
+	url string
+	log *bytes.Buffer // read only after Stop
+}
+
+func startDaemon(t *testing.T) *testDaemon {
+	t.Helper()
+	var log bytes.Buffer
+	d, err := New(Options{
+		DataDir: t.TempDir(), ConfigPath: t.TempDir() + "/config.toml", Config: &config.Config{},
+		Computer: func(context.Context, string) (*computer.Computer, computer.SessionOptions, error) {
+			return nil, computer.SessionOptions{}, errors.New("no computers in this test")
+		},
+		Listen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil)),
+		Env: func(k string) string {
+			if k == "DEN_TOKEN" {
+				return testToken
+			}
+			return ""
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &testDaemon{Daemon: d, url: d.BaseURL(), log: &log}
+}
+
+// syncWriter lets the daemon's goroutines log into one buffer.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (d *testDaemon) do(t *testing.T, method, path string, body string, set func(*http.Request)) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, d.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if set != nil {
+		set(req)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp, string(b)
+}
+
+func bearer(tok string) func(*http.Request) {
+	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+}
+
+// concrete is a route's pattern with its wildcards filled in.
+func concrete(pattern string) string {
+	var b strings.Builder
+	for _, seg := range strings.Split(pattern, "/") {
+		if b.Len() > 0 || seg != "" {
+			b.WriteString("/")
+		}
+		if strings.HasPrefix(seg, "{") {
+			seg = "x1"
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+// TestEveryRouteNeedsTheToken walks the route table: without the token
+// every route but health answers 401 (so no route can be forgotten), as
+// do routes that do not exist; with a wrong one too.
+func TestEveryRouteNeedsTheToken(t *testing.T) {
+	d := startDaemon(t)
+	routes := d.Routes()
+	if len(routes) < 10 {
+		t.Fatalf("only %d routes", len(routes))
+	}
+	for _, rt := range routes {
+		path := concrete(rt.Pattern)
+		resp, body := d.do(t, rt.Method, path, "", nil)
+		switch {
+		case rt.Public:
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s %s (public): %d %s", rt.Method, path, resp.StatusCode, body)
+			}
+		case resp.StatusCode != http.StatusUnauthorized:
+			t.Errorf("%s %s without the token: %d %s, want 401", rt.Method, path, resp.StatusCode, body)
+		}
+	}
+	// A wrong token is no better (a few routes: wrong tokens are
+	// rate-limited after ten).
+	for _, rt := range routes[1:6] {
+		path := concrete(rt.Pattern)
+		if resp, body := d.do(t, rt.Method, path, "", bearer("wrong-token-but-long-enough")); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s %s with a wrong token: %d %s, want 401", rt.Method, path, resp.StatusCode, body)
+		}
+	}
+	publics := 0
+	for _, rt := range routes {
+		if rt.Public {
+			publics++
+			if rt.Pattern != "/api/v1/health" {
+				t.Errorf("public route %s", rt.Pattern)
+			}
+		}
+	}
+	if publics != 1 {
+		t.Errorf("%d public routes, want only health", publics)
+	}
+	for _, p := range []string{"/api/v1/nosuch", "/", "/api/v1/sessions/x/nosuch"} {
+		if resp, _ := d.do(t, "GET", p, "", nil); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s without the token: %d, want 401", p, resp.StatusCode)
+		}
+	}
+	// With the token, an unknown route is a JSON 404, an unknown session
+	// too.
+	resp, body := d.do(t, "GET", "/api/v1/nosuch", "", bearer(testToken))
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("unknown route: %d %s", resp.StatusCode, body)
+	}
+	resp, body = d.do(t, "GET", "/api/v1/sessions/nosuch", "", bearer(testToken))
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, `"code":"not_found"`) {
+		t.Errorf("unknown session: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestEdge: a cookie session must carry a matching Origin to change
+// anything, a foreign Host is refused, a spoofed X-Forwarded-For does not
+// reset the rate limit, bad bodies are clear errors, and the token shows
+// in no response and no log line.
+func TestEdge(t *testing.T) {
+	d := startDaemon(t)
+	var seen strings.Builder
+	keep := func(resp *http.Response, body string) {
+		seen.WriteString(body)
+		for k, v := range resp.Header {
+			seen.WriteString(k + ": " + strings.Join(v, ",") + "\n")
+		}
+	}
+
+	// Log in with ?token=: a cookie, and a redirect without the token.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(d.url + "/?token=" + testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || strings.Contains(resp.Header.Get("Location"), testToken) {
+		t.Fatalf("login: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	cookies := resp.Cookies()
+	if len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("login cookie %+v", cookies)
+	}
+	withCookie := func(origin string) func(*http.Request) {
+		return func(r *http.Request) {
+			r.AddCookie(cookies[0])
+			if origin != "" {
+				r.Header.Set("Origin", origin)
+			}
+		}
+	}
+	resp, body := d.do(t, "GET", "/api/v1/sessions", "", withCookie(""))
+	keep(resp, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET with the cookie: %d %s", resp.StatusCode, body)
+	}
+	resp, body = d.do(t, "POST", "/api/v1/sessions", `{"agent":"default"}`, withCookie(""))
+	keep(resp, body)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST with the cookie, no Origin: %d %s", resp.StatusCode, body)
+	}
+	resp, body = d.do(t, "POST", "/api/v1/sessions", `{"agent":"default"}`, withCookie("https://evil.example"))
+	keep(resp, body)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("POST with the cookie, a foreign Origin: %d %s", resp.StatusCode, body)
+	}
+	resp, body = d.do(t, "POST", "/api/v1/sessions", `{"agnt":"default"}`, withCookie(d.url))
+	keep(resp, body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "unknown field") {
+		t.Errorf("POST with the cookie and its Origin, a misspelt field: %d %s", resp.StatusCode, body)
+	}
+
+	// A foreign Host (DNS rebinding) is refused, with the token too.
+	resp, body = d.do(t, "GET", "/api/v1/sessions", "", func(r *http.Request) {
+		r.Host = "evil.example:7700"
+		bearer(testToken)(r)
+	})
+	keep(resp, body)
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("foreign Host: %d %s", resp.StatusCode, body)
+	}
+
+	// Bad bodies.
+	for _, tc := range []struct {
+		body string
+		want int
+	}{
+		{`{"agent":`, http.StatusBadRequest},
+		{`{"agent":"default"} {"agent":"x"}`, http.StatusBadRequest},
+		{`{"agent":"../../etc"}`, http.StatusBadRequest},
+		{`{"agent":"` + strings.Repeat("a", 2<<20) + `"}`, http.StatusRequestEntityTooLarge},
+	} {
+		resp, body := d.do(t, "POST", "/api/v1/sessions", tc.body, bearer(testToken))
+		keep(resp, body)
+		if resp.StatusCode != tc.want || !strings.Contains(body, `"error":{"code"`) {
+			t.Errorf("body %.40q: %d %s, want %d", tc.body, resp.StatusCode, body, tc.want)
+		}
+	}
+
+	// Guessing, with a new X-Forwarded-For each time: still limited.
+	limited := false
+	for i := range 15 {
+		resp, body := d.do(t, "GET", "/api/v1/sessions", "", func(r *http.Request) {
+			r.Header.Set("X-Forwarded-For", "10.0.0."+string(rune('1'+i%9)))
+			bearer("guess-guess-guess-guess-" + string(rune('a'+i)))(r)
+		})
+		keep(resp, body)
+		if resp.StatusCode == http.StatusTooManyRequests {
+			limited = true
+		}
+	}
+	if !limited {
+		t.Error("15 wrong tokens with spoofed X-Forwarded-For were never rate-limited")
+	}
+	if strings.Contains(seen.String(), testToken) {
+		t.Error("a response carried the token")
+	}
+	d.Stop()
+	if strings.Contains(d.log.String(), testToken) {
+		t.Error("the log holds the token")
+	}
+	if !strings.Contains(d.log.String(), "path=/api/v1/sessions") {
+		t.Errorf("requests not logged: %s", d.log.String())
+	}
+}

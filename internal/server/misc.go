@@ -1,0 +1,191 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/permission"
+	"den.dev/den/internal/store"
+)
+
+type approvalJSON struct {
+	ID       string    `json:"id"`
+	Agent    string    `json:"agent"`
+	Session  string    `json:"session_id"`
+	Command  string    `json:"command"`
+	Action   string    `json:"action,omitempty"`
+	Subject  string    `json:"subject,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+	Args     []string  `json:"args"`
+	Question string    `json:"question"`
+	Scopes   []string  `json:"scopes"`
+	Status   string    `json:"status"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+}
+
+func approvalOf(a store.Approval) approvalJSON {
+	req := permission.ApprovalRequest{ID: a.ID, Agent: a.Agent, Session: a.Session, Command: a.Command, Action: a.Action,
+		Subject: a.Subject, Detail: a.Detail, Args: a.Args}
+	scopes := []string{"once", "session", "always"}
+	if a.Session == "" {
+		scopes = []string{"once", "always"}
+	}
+	return approvalJSON{ID: a.ID, Agent: a.Agent, Session: a.Session, Command: a.Command, Action: a.Action, Subject: a.Subject,
+		Detail: a.Detail, Args: a.Args, Question: req.Question(), Scopes: scopes, Status: a.Status, Created: a.Created, Expires: a.Expires}
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.st.PendingApprovals(r.Context(), r.URL.Query().Get("agent"))
+	if err != nil {
+		return err
+	}
+	out := make([]approvalJSON, len(list))
+	for i, a := range list {
+		out[i] = approvalOf(a)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+}
+
+func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Decision string `json:"decision"`
+		Scope    string `json:"scope"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	var approve bool
+	switch req.Decision {
+	case "allow":
+		approve = true
+	case "deny":
+	default:
+		return badRequest("decision %q: want allow or deny", req.Decision)
+	}
+	scope, err := permission.ParseScope(req.Scope)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	id := r.PathValue("id")
+	a, err := s.st.GetApproval(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if scope == permission.Session && a.Session == "" {
+		return badRequest("scope session: the call belongs to no session")
+	}
+	a, err = s.rt.Answer(r.Context(), id, approve, scope, "api")
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, approvalOf(a))
+}
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if id := q.Get("session"); id != "" {
+		u, err := s.st.SessionUsage(r.Context(), id)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "usage": usageOf(u)})
+	}
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return badRequest("since %q: want a duration such as 24h", v)
+		}
+		since = time.Now().Add(-d)
+	}
+	agent := q.Get("agent")
+	u, err := s.st.AgentUsage(r.Context(), agent, since)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+}
+
+// getConfig is the config file with secrets masked (as den config get
+// shows it): all of it, or ?key=.
+func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
+	key := r.URL.Query().Get("key")
+	v, err := config.Get(s.o.ConfigPath, key)
+	if err != nil && (key != "" || !strings.Contains(err.Error(), "there is no config file")) {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"path": s.o.ConfigPath, "key": key, "toml": v})
+}
+
+// patchConfig sets keys as den config set does ({"set": {"key": "value
+// as TOML or plain text"}}), each change checked: the file is valid
+// after every one, or the change is refused and the file left as it
+// was. Secrets are never shown back.
+func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Set map[string]json.RawMessage `json:"set"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.Set) == 0 {
+		return badRequest(`nothing to change: send {"set": {"key": value}}`)
+	}
+	keys := make([]string, 0, len(req.Set))
+	for k := range req.Set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type change struct {
+		Key string `json:"key"`
+		Old string `json:"old"`
+		New string `json:"new"`
+	}
+	var done []change
+	for _, k := range keys {
+		value, err := configValue(req.Set[k])
+		if err != nil {
+			return badRequest("%s: %v", k, err)
+		}
+		old, err := config.Set(s.o.ConfigPath, k, value)
+		if err != nil {
+			return fmt.Errorf("%s: %w (changes before it were made: %d)", k, err, len(done))
+		}
+		shown := value
+		if config.Secret(k) {
+			shown, old = "********", "********"
+		}
+		done = append(done, change{k, old, shown})
+	}
+	if s.o.Reload != nil {
+		if err := s.o.Reload(); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"changed": done})
+}
+
+// configValue is a JSON value as den config set takes it: strings as
+// they are, anything else as its JSON text (TOML reads numbers, booleans
+// and arrays of strings the same way).
+func configValue(raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	switch v.(type) {
+	case map[string]any, nil:
+		return "", fmt.Errorf("want a string, number, boolean or array, not %s", raw)
+	}
+	return string(raw), nil
+}

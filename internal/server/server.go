@@ -1,0 +1,194 @@
+// Package server is den's HTTP API: one route table, JSON everywhere,
+// errors as {"error": {"code", "message"}} with status codes mapped in
+// one place (errorFor), event streams as Server-Sent Events that resume
+// from Last-Event-ID. Every route but health is behind the auth guard
+// (internal/server/auth), which the daemon wraps around Handler.
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/session"
+	"den.dev/den/internal/store"
+)
+
+// Options wire a Server.
+type Options struct {
+	Runtime *session.Runtime
+	Store   *store.Store
+	// ConfigPath is the config file the config routes read and change;
+	// Reload is called after a change so that new runs use it.
+	ConfigPath string
+	Reload     func() error
+	Version    string
+	Log        *slog.Logger
+}
+
+// Server answers den's API.
+type Server struct {
+	o   Options
+	rt  *session.Runtime
+	st  *store.Store
+	log *slog.Logger
+	mux *http.ServeMux
+	sse *sseClients
+}
+
+// Route is one entry of the route table.
+type Route struct {
+	Method, Pattern string
+	Public          bool // no credentials needed
+	handle          func(w http.ResponseWriter, r *http.Request) error
+}
+
+// HealthPath is the one route that needs no credentials.
+const HealthPath = "/api/v1/health"
+
+// New builds the server and its routes.
+func New(o Options) *Server {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{o: o, rt: o.Runtime, st: o.Store, log: o.Log, mux: http.NewServeMux(), sse: &sseClients{}}
+	for _, rt := range s.Routes() {
+		h := rt.handle
+		s.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				s.fail(w, r, err)
+			}
+		})
+	}
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			writeJSON(w, http.StatusOK, map[string]any{"den": s.o.Version, "api": "/api/v1", "docs": "docs/server.md"})
+			return
+		}
+		s.fail(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
+	})
+	return s
+}
+
+// Routes is the route table.
+func (s *Server) Routes() []Route {
+	return []Route{
+		{"GET", HealthPath, true, s.health},
+		{"GET", "/api/v1/agents", false, s.agents},
+		{"GET", "/api/v1/sessions", false, s.listSessions},
+		{"POST", "/api/v1/sessions", false, s.createSession},
+		{"GET", "/api/v1/sessions/{id}", false, s.getSession},
+		{"DELETE", "/api/v1/sessions/{id}", false, s.deleteSession},
+		{"POST", "/api/v1/sessions/{id}/messages", false, s.postMessage},
+		{"POST", "/api/v1/sessions/{id}/cancel", false, s.cancel},
+		{"GET", "/api/v1/sessions/{id}/events", false, s.sessionEvents},
+		{"GET", "/api/v1/events", false, s.allEvents},
+		{"GET", "/api/v1/approvals", false, s.listApprovals},
+		{"POST", "/api/v1/approvals/{id}", false, s.answerApproval},
+		{"GET", "/api/v1/usage", false, s.usage},
+		{"GET", "/api/v1/config", false, s.getConfig},
+		{"PATCH", "/api/v1/config", false, s.patchConfig},
+	}
+}
+
+// IsPublic reports whether r is for a route that needs no credentials.
+func IsPublic(r *http.Request) bool {
+	return r.URL.Path == HealthPath && (r.Method == http.MethodGet || r.Method == http.MethodHead)
+}
+
+// Handler is the API, without the auth guard.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": s.o.Version})
+}
+
+// apiError is an error with its status and code.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func notFound(format string, args ...any) error {
+	return &apiError{http.StatusNotFound, "not_found", fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...)}
+}
+
+// errorFor maps every error a handler returns to its status and code:
+// the one table of them.
+func errorFor(err error) *apiError {
+	var ae *apiError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &tooLarge):
+		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit)}
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid), errors.Is(err, config.ErrNoKey):
+		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
+	case errors.Is(err, store.ErrAnswered):
+		return &apiError{http.StatusConflict, "already_answered", err.Error()}
+	case errors.Is(err, store.ErrExpired):
+		return &apiError{http.StatusGone, "expired", err.Error()}
+	case errors.Is(err, store.ErrSessionBusy):
+		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, session.ErrClosed):
+		return &apiError{http.StatusServiceUnavailable, "shutting_down", "den is shutting down"}
+	}
+	return &apiError{http.StatusInternalServerError, "internal", "den failed to do this; its log says why"}
+}
+
+// fail answers r with err as JSON, logging what is den's own fault.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := errorFor(err)
+	if ae.status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// decode reads r's JSON body into v: one object, no unknown fields (a
+// misspelt field would otherwise be silently ignored), nothing after it.
+func decode(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return &apiError{http.StatusUnsupportedMediaType, "unsupported_media_type", "send JSON (Content-Type: application/json)"}
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return badRequest("the request has no JSON body")
+		}
+		return badRequest("the request body is not the JSON expected: %v", err)
+	}
+	if dec.More() {
+		return badRequest("the request body has more than one JSON value")
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"den.dev/den/internal/computer"
+	"den.dev/den/internal/llm"
+	"den.dev/den/internal/session"
+	"den.dev/den/internal/store"
+)
+
+// sessionJSON is a session as the API shows it.
+type sessionJSON struct {
+	ID      string    `json:"id"`
+	Agent   string    `json:"agent"`
+	Title   string    `json:"title"`
+	Model   string    `json:"model"`
+	Status  string    `json:"status"`
+	Running bool      `json:"running"` // a turn runs in this den process
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	Head    string    `json:"head,omitempty"`
+	Usage   usageJSON `json:"usage"`
+}
+
+type usageJSON struct {
+	Requests         int64   `json:"requests"`
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens"`
+	CacheWriteTokens int64   `json:"cache_write_tokens"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+func usageOf(u store.Usage) usageJSON {
+	return usageJSON{u.Requests, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, u.CostUSD}
+}
+
+func (s *Server) sessionOf(sess store.Session) sessionJSON {
+	status := sess.Status
+	if status == "" {
+		status = "idle"
+	}
+	return sessionJSON{ID: sess.ID, Agent: sess.Agent, Title: sess.Title, Model: sess.Model, Status: status,
+		Running: s.rt.Running(sess.ID), Created: sess.Created, Updated: sess.Updated, Head: sess.Head, Usage: usageOf(sess.Usage)}
+}
+
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
+	cfg := s.rt.Config()
+	names := map[string]bool{"default": true}
+	for name := range cfg.Agents {
+		names[name] = true
+	}
+	type agentJSON struct {
+		Name  string `json:"name"`
+		Model string `json:"model,omitempty"`
+		Trust string `json:"trust"`
+	}
+	var out []agentJSON
+	for name := range names {
+		a := cfg.Agent(name)
+		trust := a.Trust
+		if trust == "" {
+			trust = "trusted"
+		}
+		out = append(out, agentJSON{Name: name, Model: a.Model, Trust: trust})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit := 50
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return badRequest("limit %q: want a number from 1 to 500", v)
+		}
+		limit = n
+	}
+	list, err := s.st.FindSessions(r.Context(), store.SessionQuery{Agent: q.Get("agent"), Text: q.Get("q"), Before: q.Get("before"), Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	more := len(list) > limit
+	if more {
+		list = list[:limit]
+	}
+	out := make([]sessionJSON, len(list))
+	for i, sess := range list {
+		out[i] = s.sessionOf(sess)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"sessions": out, "more": more})
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Agent string `json:"agent"`
+		Model string `json:"model"`
+		Title string `json:"title"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.Agent == "" {
+		req.Agent = "default"
+	}
+	if err := computer.ValidName("agent", req.Agent); err != nil {
+		return badRequest("%v", err)
+	}
+	sess, err := s.rt.Create(r.Context(), req.Agent, req.Model)
+	if err != nil {
+		return err
+	}
+	if req.Title != "" {
+		if err := s.st.SetTitle(r.Context(), sess.ID, req.Title); err != nil {
+			return err
+		}
+		sess.Title = req.Title
+	}
+	return writeJSON(w, http.StatusCreated, s.sessionOf(sess))
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
+	sess, err := s.st.GetSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			return badRequest("limit %q: want a number from 1 to 500", v)
+		}
+		limit = n
+	}
+	last, err := s.rt.LastEventID(r.Context())
+	if err != nil {
+		return err
+	}
+	page, more, err := s.st.PathPage(r.Context(), sess.ID, r.URL.Query().Get("before"), limit)
+	if err != nil {
+		return err
+	}
+	msgs := make([]messageJSON, len(page))
+	for i, m := range page {
+		msgs[i] = messageOf(m)
+	}
+	queued, err := s.st.QueuedMessages(r.Context(), sess.ID)
+	if err != nil {
+		return err
+	}
+	pending := make([]map[string]string, len(queued))
+	for i, q := range queued {
+		pending[i] = map[string]string{"message_id": q.MessageID, "text": q.Text}
+	}
+	// Read before the messages were: a face that follows the events
+	// after it misses nothing committed since.
+	return writeJSON(w, http.StatusOK, struct {
+		sessionJSON
+		Messages    []messageJSON       `json:"messages"`
+		More        bool                `json:"more"` // older messages: ?before=<the first one's id>
+		Queued      []map[string]string `json:"queued"`
+		LastEventID int64               `json:"last_event_id"` // follow the events after it
+	}{s.sessionOf(sess), msgs, more, pending, last})
+}
+
+func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.rt.Delete(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Text        string   `json:"text"`
+		Attachments []string `json:"attachments"`
+		Model       string   `json:"model"`
+		Thinking    string   `json:"thinking"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Text) == "" && len(req.Attachments) == 0 {
+		return badRequest("the message has no text")
+	}
+	if len(req.Attachments) > 0 {
+		return badRequest("attachments are not supported yet: upload the files with POST /api/v1/sessions/{id}/attachments and name them in the text")
+	}
+	thinking, err := parseThinking(req.Thinking)
+	if err != nil {
+		return err
+	}
+	sent, err := s.rt.Send(r.Context(), r.PathValue("id"), session.Message{Text: req.Text},
+		session.TurnOptions{Model: req.Model, Thinking: thinking, IfBusy: session.Queue})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": sent.Queued})
+}
+
+func parseThinking(s string) (llm.ThinkingLevel, error) {
+	switch l := llm.ThinkingLevel(s); l {
+	case "", llm.ThinkingOff, llm.ThinkingLow, llm.ThinkingMedium, llm.ThinkingHigh, llm.ThinkingMax:
+		return l, nil
+	}
+	return "", badRequest("thinking %q: want off, low, medium, high or max", s)
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.st.GetSession(r.Context(), id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"canceled": s.rt.Cancel(id)})
+}
+
+// messageJSON is a message as the API shows it.
+type messageJSON struct {
+	ID      string     `json:"id"`
+	Role    string     `json:"role"`
+	Parent  string     `json:"parent_id,omitempty"`
+	Model   string     `json:"model,omitempty"`
+	Created time.Time  `json:"created"`
+	Parts   []partJSON `json:"parts"`
+}
+
+type partJSON struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Content   []partJSON      `json:"content,omitempty"`
+	MediaType string          `json:"media_type,omitempty"`
+	Data      []byte          `json:"data,omitempty"` // base64 in JSON
+}
+
+func messageOf(m store.StoredMessage) messageJSON {
+	return messageJSON{ID: m.ID, Role: string(m.Message.Role), Parent: m.ParentID, Model: m.Model, Created: m.Created, Parts: partsOf(m.Message.Parts)}
+}
+
+func partsOf(parts []llm.Part) []partJSON {
+	out := make([]partJSON, 0, len(parts))
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *llm.Text:
+			out = append(out, partJSON{Type: "text", Text: p.Text})
+		case *llm.Thinking:
+			if p.Text != "" {
+				out = append(out, partJSON{Type: "thinking", Text: p.Text})
+			}
+		case *llm.ToolCall:
+			in := p.Input
+			if !json.Valid(in) {
+				in, _ = json.Marshal(string(p.Input))
+			}
+			out = append(out, partJSON{Type: "tool_call", ID: p.ID, Name: p.Name, Input: in})
+		case *llm.ToolResult:
+			out = append(out, partJSON{Type: "tool_result", CallID: p.CallID, Name: p.Name, IsError: p.IsError, Content: partsOf(p.Content)})
+		case *llm.Image:
+			out = append(out, partJSON{Type: "image", MediaType: p.MediaType, Data: p.Data})
+		}
+	}
+	return out
+}
