@@ -15,9 +15,11 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/event"
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
+	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/store"
 )
 
@@ -794,4 +796,57 @@ func (r *Runtime) Create(ctx context.Context, agentName, model string) (store.Se
 		model = firstNonEmpty(r.Config().Agent(agentName).Model, ref)
 	}
 	return r.st.CreateSession(ctx, agentName, model)
+}
+
+// Folders are where a session's folders are on the host, and whom the
+// files den puts there for the computer must belong to (nil: den's own
+// ids, which are the computer's root's).
+type Folders struct {
+	Workspace   string // the computer's /workspace
+	Attachments string // the computer's /den/attachments
+	Owner       *hostfs.Owner
+}
+
+// Folders opens the session's computer (provisioning it if need be) and
+// says where the session's folders are. They are folders the computer
+// can change at any moment: use hostfs in them.
+func (r *Runtime) Folders(ctx context.Context, sessionID string) (Folders, error) {
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return Folders{}, err
+	}
+	comp, _, err := r.o.Computer(ctx, sess.Agent)
+	if err != nil {
+		return Folders{}, err
+	}
+	dir := comp.SessionDir(sess.ID)
+	f := Folders{Workspace: filepath.Join(dir, "workspace"), Attachments: filepath.Join(dir, "attachments"), Owner: computerOwner(comp)}
+	for _, d := range []string{f.Workspace, f.Attachments} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return Folders{}, err
+		}
+		if f.Owner != nil {
+			// A folder den just made is den's: give it to the computer's
+			// root, as the computer makes its own (no symlink can be
+			// planted in a folder that did not exist).
+			os.Lchown(d, f.Owner.UID, f.Owner.GID)
+		}
+	}
+	return f, nil
+}
+
+// StartRaw starts cmd in the session's computer as a process of its own,
+// with the session's folders and mounts but no host commands (the
+// terminal of a person: den sh, the API's terminal); cleanup releases
+// what it holds once the process has ended.
+func (r *Runtime) StartRaw(ctx context.Context, sessionID string, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	comp, o, err := r.o.Computer(ctx, sess.Agent)
+	if err != nil {
+		return nil, nil, err
+	}
+	return comp.StartRaw(ctx, sess.ID, o, cmd)
 }
