@@ -204,6 +204,34 @@ func Run(ctx context.Context, cfg Config, sessionID string, prompt llm.Message) 
 	if !prompted {
 		return Result{}, ErrNothingToDo
 	}
+	return loop(ctx, cfg, sessionID)
+}
+
+// Continue runs the loop from the session's history as it stands, whose
+// last message must be the user's: a regenerated answer, after the head
+// was moved back to the message it answers.
+func Continue(ctx context.Context, cfg Config, sessionID string) (Result, error) {
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.Emit == nil {
+		cfg.Emit = func(Event) {}
+	}
+	if _, err := Repair(ctx, cfg.Store, sessionID); err != nil {
+		return Result{}, err
+	}
+	history, err := cfg.Store.History(ctx, sessionID)
+	if err != nil {
+		return Result{}, fmt.Errorf("agent: %w", err)
+	}
+	if len(history) == 0 || history[len(history)-1].Role != llm.User {
+		return Result{}, ErrNothingToDo
+	}
+	return loop(ctx, cfg, sessionID)
+}
+
+// loop runs model turns and their calls until the model ends its turn.
+func loop(ctx context.Context, cfg Config, sessionID string) (Result, error) {
 	var res Result
 	m := &meter{b: cfg.Budget}
 	compactions := 0

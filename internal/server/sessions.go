@@ -149,8 +149,16 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	msgs := make([]messageJSON, len(page))
+	ids := make([]string, len(page))
 	for i, m := range page {
-		msgs[i] = messageOf(m)
+		msgs[i], ids[i] = messageOf(m), m.ID
+	}
+	versions, err := s.st.Versions(r.Context(), sess.ID, ids)
+	if err != nil {
+		return err
+	}
+	for i := range msgs {
+		msgs[i].Versions = versions[msgs[i].ID]
 	}
 	queued, err := s.st.QueuedMessages(r.Context(), sess.ID)
 	if err != nil {
@@ -231,6 +239,10 @@ type messageJSON struct {
 	Model   string     `json:"model,omitempty"`
 	Created time.Time  `json:"created"`
 	Parts   []partJSON `json:"parts"`
+	// Versions are this message and its siblings (other versions made by
+	// a regenerate or an edit), oldest first, when there are several;
+	// POST .../branch {"message_id"} shows another.
+	Versions []string `json:"versions,omitempty"`
 }
 
 type partJSON struct {
@@ -273,4 +285,63 @@ func partsOf(parts []llm.Part) []partJSON {
 		}
 	}
 	return out
+}
+
+func (s *Server) regenerate(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Model    string `json:"model"`
+		Thinking string `json:"thinking"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(r, &req); err != nil {
+			return err
+		}
+	}
+	thinking, err := parseThinking(req.Thinking)
+	if err != nil {
+		return err
+	}
+	if _, err := s.rt.Regenerate(r.Context(), r.PathValue("id"), r.PathValue("message_id"),
+		session.TurnOptions{Model: req.Model, Thinking: thinking}); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, map[string]any{"regenerating": r.PathValue("message_id")})
+}
+
+func (s *Server) edit(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Text string `json:"text"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		return badRequest("the message has no text")
+	}
+	sent, err := s.rt.Edit(r.Context(), r.PathValue("id"), r.PathValue("message_id"), req.Text, session.TurnOptions{})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": false})
+}
+
+func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		MessageID string `json:"message_id"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.MessageID == "" {
+		return badRequest("message_id is required")
+	}
+	id := r.PathValue("id")
+	if err := s.rt.Switch(r.Context(), id, req.MessageID); err != nil {
+		return err
+	}
+	sess, err := s.st.GetSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, s.sessionOf(sess))
 }

@@ -111,6 +111,7 @@ type live struct {
 	id      string
 	running bool // a worker runs its queue
 	kicked  bool // a message came while the worker ran
+	cont    bool // the worker's first run continues from the head (a regenerate)
 	opts    TurnOptions
 	cancel  context.CancelFunc
 	eng     *engine
@@ -345,9 +346,13 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 	if err != nil {
 		return res, err, true
 	}
+	r.mu.Lock()
+	cont := l.cont
+	l.cont = false
+	r.mu.Unlock()
 	if q, err := r.st.QueuedMessages(ctx, l.id); err != nil {
 		return res, err, true
-	} else if len(q) == 0 {
+	} else if len(q) == 0 && !cont {
 		return res, nil, false
 	}
 	if l.eng == nil {
@@ -362,7 +367,11 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 		return res, err, true
 	}
 	r.emit(l.id, &event.Status{Status: event.Running})
-	res, err = agent.Run(ctx, cfg, l.id, llm.Message{Role: llm.User})
+	if cont {
+		res, err = agent.Continue(ctx, cfg, l.id)
+	} else {
+		res, err = agent.Run(ctx, cfg, l.id, llm.Message{Role: llm.User})
+	}
 	if errors.Is(err, agent.ErrNothingToDo) {
 		// Taken meanwhile (the session is locked, so only a message
 		// delivered with the queue's previous run can cause this).

@@ -14,6 +14,7 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/event"
+	"den.dev/den/internal/llm"
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox/bwrap"
@@ -336,5 +337,61 @@ func TestSlowSubscriberCatchesUp(t *testing.T) {
 		if got := field(e, "message_id"); got != fmt.Sprint(i) {
 			t.Fatalf("event %d is %s", i, got)
 		}
+	}
+}
+
+// TestVersions: regenerating an answer and editing a question each make
+// a new version beside the old one, which stays and can be shown again.
+func TestVersions(t *testing.T) {
+	tr := newTestRuntime(t, nil, llmtest.Turn{Text: "first answer"}, llmtest.Turn{Text: "second answer"}, llmtest.Turn{Text: "answer to the edit"})
+	s := tr.session(t)
+	ctx := context.Background()
+	wait := func(sent Sent, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case out := <-sent.Done:
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no outcome")
+		}
+	}
+	wait(tr.Send(ctx, s.ID, Message{Text: "question"}, TurnOptions{}))
+	path, _ := tr.st.Path(ctx, s.ID)
+	if len(path) != 2 {
+		t.Fatalf("%d messages", len(path))
+	}
+	question, first := path[0], path[1]
+	wait(tr.Regenerate(ctx, s.ID, first.ID, TurnOptions{}))
+	path, _ = tr.st.Path(ctx, s.ID)
+	if len(path) != 2 || path[0].ID != question.ID || path[1].ID == first.ID || strings.Contains(Text(path[1].Message), "first") {
+		t.Fatalf("after regenerate: %+v", path)
+	}
+	vs, err := tr.st.Versions(ctx, s.ID, []string{path[1].ID, question.ID})
+	if err != nil || len(vs[path[1].ID]) != 2 || vs[path[1].ID][0] != first.ID || len(vs[question.ID]) != 0 {
+		t.Fatalf("versions %v %v", vs, err)
+	}
+	wait(tr.Edit(ctx, s.ID, question.ID, "a better question", TurnOptions{}))
+	path, _ = tr.st.Path(ctx, s.ID)
+	if len(path) != 2 || Text(path[0].Message) != "a better question" || Text(path[1].Message) != "answer to the edit" {
+		t.Fatalf("after edit: %v", Transcript([]llm.Message{path[0].Message, path[1].Message}))
+	}
+	// The first question's branch is still there: show it again.
+	if err := tr.Switch(ctx, s.ID, question.ID); err != nil {
+		t.Fatal(err)
+	}
+	path, _ = tr.st.Path(ctx, s.ID)
+	if len(path) != 2 || path[0].ID != question.ID || Text(path[1].Message) != "second answer" {
+		t.Errorf("after switching back: %v", path)
+	}
+	if _, err := tr.Edit(ctx, s.ID, path[1].ID, "x", TurnOptions{}); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("editing the agent's message: %v", err)
+	}
+	if _, err := tr.Regenerate(ctx, s.ID, "nosuch", TurnOptions{}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("regenerating a missing message: %v", err)
 	}
 }
