@@ -7,6 +7,14 @@ var (
 	// load, or a value a Setting's Check refuses.
 	ErrInvalid = errors.New("invalid config")
 
+	// ErrBadKey is a dotted key den cannot read (empty, unclosed quotes,
+	// control characters).
+	ErrBadKey = errors.New("config: bad key")
+
+	// ErrBadValue is a value that cannot be set (a type TOML settings
+	// here do not take, invalid UTF-8).
+	ErrBadValue = errors.New("config: bad value")
+
 	// ErrNoKey is returned, wrapped, by Get for a key the file does not
 	// set.
 	ErrNoKey = errors.New("no such key")

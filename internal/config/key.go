@@ -14,11 +14,19 @@ import (
 // other key is an error, so a key can never carry TOML syntax (a ']',
 // an '=', a newline) into the file.
 func parseKey(key string) ([]string, error) {
+	parts, err := splitKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
+	}
+	return parts, nil
+}
+
+func splitKey(key string) ([]string, error) {
 	if key == "" {
-		return nil, fmt.Errorf("config: empty key")
+		return nil, fmt.Errorf("empty key")
 	}
 	if !utf8.ValidString(key) {
-		return nil, fmt.Errorf("config: key %q is not valid UTF-8", key)
+		return nil, fmt.Errorf("key %q is not valid UTF-8", key)
 	}
 	var parts []string
 	for rest := key; ; {
@@ -26,15 +34,15 @@ func parseKey(key string) ([]string, error) {
 		if strings.HasPrefix(rest, `"`) {
 			end := strings.IndexByte(rest[1:], '"')
 			if end < 0 {
-				return nil, fmt.Errorf("config: key %q: a quote is not closed", key)
+				return nil, fmt.Errorf("key %q: a quote is not closed", key)
 			}
 			part, rest = rest[1:1+end], rest[2+end:]
 			if part == "" {
-				return nil, fmt.Errorf("config: key %q: an empty quoted part", key)
+				return nil, fmt.Errorf("key %q: an empty quoted part", key)
 			}
 			for _, r := range part {
 				if r == '\\' || unicode.IsControl(r) {
-					return nil, fmt.Errorf("config: key %q: quoted parts may not hold %q", key, r)
+					return nil, fmt.Errorf("key %q: quoted parts may not hold %q", key, r)
 				}
 			}
 		} else {
@@ -44,7 +52,7 @@ func parseKey(key string) ([]string, error) {
 			}
 			part, rest = rest[:end], rest[end:]
 			if !bare(part) {
-				return nil, fmt.Errorf("config: key %q: part %q: want letters, digits, '_' and '-', or a part in double quotes", key, part)
+				return nil, fmt.Errorf("key %q: part %q: want letters, digits, '_' and '-', or a part in double quotes", key, part)
 			}
 		}
 		parts = append(parts, part)
@@ -52,7 +60,7 @@ func parseKey(key string) ([]string, error) {
 			return parts, nil
 		}
 		if rest[0] != '.' || len(rest) == 1 {
-			return nil, fmt.Errorf("config: key %q: want a '.' between parts", key)
+			return nil, fmt.Errorf("key %q: want a '.' between parts", key)
 		}
 		rest = rest[1:]
 	}

@@ -20,7 +20,7 @@ import (
 // valid UTF-8, which TOML cannot hold.
 func ParseValue(raw string) (any, error) {
 	if !utf8.ValidString(raw) {
-		return nil, fmt.Errorf("config: value %q is not valid UTF-8", raw)
+		return nil, fmt.Errorf("%w: value %q is not valid UTF-8", ErrBadValue, raw)
 	}
 	var doc map[string]any
 	if _, err := toml.Decode("x = "+raw, &doc); err == nil && len(doc) == 1 {
@@ -40,7 +40,7 @@ func normalize(v any) (any, error) {
 	switch v := v.(type) {
 	case string, bool, int64, float64:
 		if s, ok := v.(string); ok && !utf8.ValidString(s) {
-			return nil, fmt.Errorf("config: value %q is not valid UTF-8", s)
+			return nil, fmt.Errorf("%w: value %q is not valid UTF-8", ErrBadValue, s)
 		}
 		return v, nil
 	case int:
@@ -60,13 +60,13 @@ func normalize(v any) (any, error) {
 				return nil, err
 			}
 			if _, nested := e.([]any); nested {
-				return nil, fmt.Errorf("config: arrays of arrays cannot be set")
+				return nil, fmt.Errorf("%w: arrays of arrays cannot be set", ErrBadValue)
 			}
 			out[i] = e
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("config: a %T cannot be set: want a string, integer, float, boolean or an array of those", v)
+	return nil, fmt.Errorf("%w: a %T cannot be set: want a string, integer, float, boolean or an array of those", ErrBadValue, v)
 }
 
 // encode writes a value as one line of TOML. SetValue writes only

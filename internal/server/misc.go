@@ -2,7 +2,9 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"sort"
 	"strings"
@@ -154,8 +156,13 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("%s: %v", k, err)
 		}
 		old, err := config.Set(s.o.ConfigPath, k, value)
-		if err != nil {
+		var pathErr *fs.PathError
+		switch {
+		case errors.As(err, &pathErr):
 			return fmt.Errorf("%s: %w (changes before it were made: %d)", k, err, len(done))
+		case err != nil:
+			// Anything else is the key or the value: the request's fault.
+			return badRequest("%s: %v (changes before it were made: %d)", k, err, len(done))
 		}
 		shown := value
 		if config.Secret(k) {
