@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -205,7 +206,7 @@ func (c *Computer) Ensure(ctx context.Context, src rootfs.Source, explicit bool)
 	if err := rootfs.WriteInfo(c.infoFile(), info); err != nil {
 		return info, err
 	}
-	return c.ensureOwners(info)
+	return c.ensureOwnersOnce(info)
 }
 
 // treeIDs is the map the computer's files are owned by now: the
@@ -230,6 +231,23 @@ func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap {
 // computers' root was host root; or the range changed): the rootfs, the
 // agent's folders and every session's, once, recorded in computer.json.
 // As an ordinary user the tree is the user's already, as root inside is.
+// conversions holds, per computer folder, the lock of giving its files
+// to its ids: sessions of a computer starting together in one process
+// convert it once (the others wait, then find it done).
+var conversions sync.Map
+
+func (c *Computer) ensureOwnersOnce(info rootfs.Info) (rootfs.Info, error) {
+	m, _ := conversions.LoadOrStore(c.dir, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	defer mu.Unlock()
+	// Read again under the lock: another start may have converted it.
+	if fresh, ok, err := c.Info(); err == nil && ok {
+		info = fresh
+	}
+	return c.ensureOwners(info)
+}
+
 func (c *Computer) ensureOwners(info rootfs.Info) (rootfs.Info, error) {
 	if os.Geteuid() != 0 {
 		return info, nil
@@ -434,7 +452,7 @@ func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec,
 		}
 		return spec, nil, "", err
 	}
-	if _, err := c.ensureOwners(info); err != nil {
+	if _, err := c.ensureOwnersOnce(info); err != nil {
 		return spec, nil, "", err
 	}
 	if spec, err = c.Spec(session, o); err != nil {

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,8 +38,9 @@ func Shim(goarch string) ([]byte, error) {
 }
 
 // ShimPath writes den-hostcmd for this machine to
-// DATA/bin/den-hostcmd-<sha256 prefix> (mode 0755, atomically) unless
-// it is there already, and returns its path: the host file to bind
+// DATA/bin/den-hostcmd-<sha256 prefix> (mode 0755, atomically, never
+// replacing one that is there) unless it is there already, and returns
+// its path: the host file to bind
 // read-only at /usr/local/bin/den-hostcmd. The name changes with the
 // content, so a running computer keeps the file it was started with.
 func ShimPath(dataDir string) (string, error) {
@@ -50,6 +53,8 @@ func ShimPath(dataDir string) (string, error) {
 	path := filepath.Join(dir, "den-hostcmd-"+hex.EncodeToString(sum[:8]))
 	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(b)) && fi.Mode().Perm() == 0o755 {
 		return path, nil
+	} else if err == nil {
+		os.Remove(path) // not this shim: a broken write of an older den
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("hostcmd: shim: %w", err)
@@ -70,10 +75,17 @@ func ShimPath(dataDir string) (string, error) {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		// Never replace a shim that is there: a computer starting now may
+		// have it staged for its bind, and a bind of a file renamed over
+		// (unlinked) fails. The name holds the content's hash, so one
+		// made meanwhile by another start is this very shim.
+		err = os.Link(tmp, path)
+		if errors.Is(err, fs.ErrExist) {
+			err = nil
+		}
 	}
+	os.Remove(tmp)
 	if err != nil {
-		os.Remove(tmp)
 		return "", fmt.Errorf("hostcmd: shim: %w", err)
 	}
 	return path, nil

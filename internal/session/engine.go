@@ -36,7 +36,7 @@ type engine struct {
 
 // start opens the session's computer and starts it.
 func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engine, error) {
-	comp, o, err := r.o.Computer(ctx, sess.Agent)
+	comp, o, err := r.computer(ctx, sess.Agent)
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,8 @@ type Runtime struct {
 
 	cfg atomic.Pointer[config.Config]
 
+	provision sync.Map // agent name → *sync.Mutex: one opening of its computer at a time
+
 	mu      sync.Mutex
 	live    map[string]*live
 	answers map[string]chan permission.Answer // approvals waiting in this process
@@ -492,8 +494,9 @@ func (r *Runtime) emit(sessionID string, e any) {
 	}
 }
 
-// Notify publishes an event of no session (a face's notification).
-func (r *Runtime) Notify(e any) { r.hub.publish("", e) }
+// Publish publishes an event of a session ("" for none): an event
+// type the event package knows (a face's notification, say).
+func (r *Runtime) Publish(sessionID string, e any) { r.hub.publish(sessionID, e) }
 
 // prompt waits for an answer to an approval from a face of this process
 // (Answer), beside the starting face's own Prompt; the gate watches the
@@ -824,7 +827,7 @@ func (r *Runtime) Folders(ctx context.Context, sessionID string) (Folders, error
 	if err != nil {
 		return Folders{}, err
 	}
-	comp, _, err := r.o.Computer(ctx, sess.Agent)
+	comp, _, err := r.computer(ctx, sess.Agent)
 	if err != nil {
 		return Folders{}, err
 	}
@@ -853,9 +856,19 @@ func (r *Runtime) StartRaw(ctx context.Context, sessionID string, cmd *sandbox.C
 	if err != nil {
 		return nil, nil, err
 	}
-	comp, o, err := r.o.Computer(ctx, sess.Agent)
+	comp, o, err := r.computer(ctx, sess.Agent)
 	if err != nil {
 		return nil, nil, err
 	}
 	return comp.StartRaw(ctx, sess.ID, o, cmd)
+}
+
+// computer opens an agent's computer: one call per agent at a time, so
+// that sessions of a new agent starting together provision it once.
+func (r *Runtime) computer(ctx context.Context, agentName string) (*computer.Computer, computer.SessionOptions, error) {
+	m, _ := r.provision.LoadOrStore(agentName, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	defer mu.Unlock()
+	return r.o.Computer(ctx, agentName)
 }

@@ -34,6 +34,11 @@ type testRuntime struct {
 
 func newTestRuntime(t *testing.T, cfg *config.Config, turns ...llmtest.Turn) *testRuntime {
 	t.Helper()
+	return newTestRuntimeTB(t, cfg, turns...)
+}
+
+func newTestRuntimeTB(t testing.TB, cfg *config.Config, turns ...llmtest.Turn) *testRuntime {
+	t.Helper()
 	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")
 	fake := llmtest.NewAnthropic(t, turns...)
@@ -393,5 +398,32 @@ func TestVersions(t *testing.T) {
 	}
 	if _, err := tr.Regenerate(ctx, s.ID, "nosuch", TurnOptions{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("regenerating a missing message: %v", err)
+	}
+}
+
+// TestNewAgentSessionsTogether: sessions of an agent whose computer does
+// not exist yet, started at once, provision it once and all run (they
+// once raced to provision, and to write the host-command shim, which a
+// start renamed over another's staged bind of it).
+func TestNewAgentSessionsTogether(t *testing.T) {
+	tr := newTestRuntime(t, nil, llmtest.Turn{Text: "ok"})
+	var sents []Sent
+	for range 5 {
+		s := tr.session(t)
+		sent, err := tr.Send(context.Background(), s.ID, Message{Text: "hi"}, TurnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sents = append(sents, sent)
+	}
+	for i, sent := range sents {
+		select {
+		case out := <-sent.Done:
+			if out.Err != nil {
+				t.Errorf("session %d: %v", i, out.Err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("session %d: no outcome", i)
+		}
 	}
 }
