@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
 const serveToken = "clitest-token-0123456789abcdefghijklmnop"
@@ -52,7 +53,7 @@ var listening = regexp.MustCompile(`msg="den serve: listening" url=(\S+)`)
 
 // serveConfig makes the default agent's computer a busybox one, for
 // every den of the test.
-func serveConfig(t *testing.T, d *Den, extra string) {
+func serveConfig(t testing.TB, d *Den, extra string) {
 	t.Helper()
 	dir := filepath.Join(d.ConfigHome, "den")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -66,7 +67,7 @@ func serveConfig(t *testing.T, d *Den, extra string) {
 
 // startServe starts den serve on a free loopback port with the test's
 // token, talking to fake.
-func startServe(t *testing.T, d *Den, fake *llmtest.Server) *daemonProc {
+func startServe(t testing.TB, d *Den, fake *llmtest.Server) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(d.Bin, "serve", "--listen", "127.0.0.1:0")
 	cmd.Env = append(d.Env(), "DEN_TOKEN="+serveToken, "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
@@ -96,7 +97,7 @@ func startServe(t *testing.T, d *Den, fake *llmtest.Server) *daemonProc {
 }
 
 // api calls the daemon with the token and decodes its JSON answer.
-func (p *daemonProc) api(t *testing.T, method, path string, body any, want int) map[string]any {
+func (p *daemonProc) api(t testing.TB, method, path string, body any, want int) map[string]any {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -401,4 +402,64 @@ func TestServeSeesCLIRun(t *testing.T) {
 	if !strings.Contains(typesOf(got), "tool_call") || !strings.Contains(typesOf(got), "approval_resolved") {
 		t.Errorf("the session's events as the daemon serves them: %s", typesOf(got))
 	}
+}
+
+// BenchmarkServeRSS is the issue's figures: den serve's resident memory
+// idle with no session loaded, and with 10 sessions that each ran a turn
+// (their computers still up, idle).
+func BenchmarkServeRSS(b *testing.B) {
+	sandboxtest.Need(b, "bwrap", "bubblewrap")
+	sandboxtest.Need(b, "busybox", "busybox-static")
+	for b.Loop() {
+		d := New(b, denBin)
+		dir := filepath.Join(d.ConfigHome, "den")
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "config.toml"), []byte("[agents.default]\nrootfs = \"busybox\"\nnetwork = \"off\"\n"), 0o644)
+		fake := llmtest.NewAnthropic(b, llmtest.Turn{Text: "ok", InputTokens: 10, OutputTokens: 1})
+		p := startServe(b, d, fake)
+		time.Sleep(time.Second)
+		idle := rss(b, p.cmd.Process.Pid)
+		for range 10 {
+			id := p.api(b, "POST", "/api/v1/sessions", map[string]any{}, http.StatusCreated)["id"].(string)
+			p.api(b, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "hi"}, http.StatusAccepted)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			list := p.api(b, "GET", "/api/v1/sessions", nil, http.StatusOK)["sessions"].([]any)
+			done := 0
+			for _, s := range list {
+				if s.(map[string]any)["status"] == "idle" && s.(map[string]any)["usage"].(map[string]any)["requests"].(float64) > 0 {
+					done++
+				}
+			}
+			if done == 10 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("sessions did not finish: %v", list)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		loaded := rss(b, p.cmd.Process.Pid)
+		b.ReportMetric(idle, "MB-idle")
+		b.ReportMetric(loaded, "MB-10-sessions")
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.cmd.Wait()
+	}
+}
+
+func rss(b *testing.B, pid int) float64 {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return float64(kb) / 1024
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
 }
