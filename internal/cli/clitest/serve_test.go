@@ -463,3 +463,41 @@ func rss(b *testing.B, pid int) float64 {
 	b.Fatal("no VmRSS")
 	return 0
 }
+
+// TestServeSIGTERM: den serve stopped with SIGTERM while a tool runs
+// lets the tool finish (its result is on record, not "interrupted"),
+// stops the turn at that boundary and exits cleanly; the session says
+// it was interrupted, and the next message goes on from there.
+func TestServeSIGTERM(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Text: "Working.", Calls: []llmtest.Call{sh("toolu_1", "sleep 1.5; echo finished-properly")}},
+		llmtest.Turn{Text: "never asked before the restart"})
+	p := startServe(t, d, fake)
+	id := p.api(t, "POST", "/api/v1/sessions", map[string]any{}, http.StatusCreated)["id"].(string)
+	evs, stop := p.stream(t, "/api/v1/sessions/"+id+"/events", "")
+	p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "work"}, http.StatusAccepted)
+	until(t, evs, "tool_call", "")
+	stop()
+	start := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("den serve after SIGTERM: %v\n%s", err, p.stderr)
+	}
+	if took := time.Since(start); took > 25*time.Second {
+		t.Errorf("stopping took %v", took)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("%d model requests: the turn went on after SIGTERM", n)
+	}
+	p2 := startServe(t, d, fake)
+	got := p2.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)
+	raw, _ := json.Marshal(got["messages"])
+	if !strings.Contains(string(raw), "finished-properly") || strings.Contains(string(raw), "interrupted") {
+		t.Errorf("the running tool was not let finish: %s", raw)
+	}
+	if got["status"] != "interrupted" {
+		t.Errorf("status %v, want interrupted", got["status"])
+	}
+}
