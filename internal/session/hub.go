@@ -291,10 +291,15 @@ func (s *Subscription) Poll(ctx context.Context) (e store.Event, ok bool, err er
 		for len(s.pending) > 0 {
 			e := s.pending[0]
 			s.pending = s.pending[1:]
-			if e.ID <= s.last || (s.keep != nil && !s.keep(e)) {
+			if e.ID <= s.last {
 				continue
 			}
+			// An event the filter drops is passed too, or a replay would
+			// read it again.
 			s.last = e.ID
+			if s.keep != nil && !s.keep(e) {
+				continue
+			}
 			return e, true, nil
 		}
 		if s.replay {
@@ -320,8 +325,8 @@ func (s *Subscription) Poll(ctx context.Context) (e store.Event, ok bool, err er
 	}
 }
 
-// Last is the id of the last event Next returned (or the id the
-// subscription started after).
+// Last is the id of the last event the subscription has passed,
+// returned or dropped by its filter (or the id it started after).
 func (s *Subscription) Last() int64 { return s.last }
 
 func (s *Subscription) drain() {

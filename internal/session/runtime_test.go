@@ -427,3 +427,35 @@ func TestNewAgentSessionsTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestFilteredReplay: a subscription that keeps only some types replays
+// them from the store and then says it has nothing more, rather than
+// reading the same page of other events forever.
+func TestFilteredReplay(t *testing.T) {
+	tr := newTestRuntime(t, nil, llmtest.Turn{Text: "Hello there."})
+	s := tr.session(t)
+	sent, err := tr.Send(context.Background(), s.ID, Message{Text: "hi"}, TurnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sent.Done
+	tr.Sync()
+	sub := tr.Subscribe(s.ID, 0, func(e store.Event) bool { return e.Type == "done" })
+	defer sub.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got []string
+	for {
+		e, ok, err := sub.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		got = append(got, e.Type)
+	}
+	if strings.Join(got, " ") != "done" {
+		t.Errorf("filtered replay: %v, want [done]", got)
+	}
+}
