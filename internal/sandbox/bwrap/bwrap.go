@@ -315,9 +315,18 @@ func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	if gate != nil {
 		gate.File().Close()
 	}
-	p := &process{cmd: c, waited: make(chan struct{})}
+	p := &process{cmd: c, waited: make(chan struct{}), childFD: -1}
 	go func() {
 		p.waitErr = c.Wait()
+		// bwrap has reaped its child: the pid may be another
+		// process's from now on.
+		p.mu.Lock()
+		if p.childFD >= 0 {
+			unix.Close(p.childFD)
+			p.childFD = -1
+		}
+		p.gone = true
+		p.mu.Unlock()
 		close(p.waited)
 	}()
 	child, err := readInfo(infoR)
@@ -329,7 +338,15 @@ func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 		}
 		return nil, fmt.Errorf("%w: bwrap: %v (exit: %v)", sandbox.ErrUnavailable, err, p.waitErr)
 	}
-	p.child = child
+	p.mu.Lock()
+	if !p.gone {
+		p.child = child
+		// A pidfd names this process and no later one with its pid.
+		if fd, err := unix.PidfdOpen(child, 0); err == nil {
+			p.childFD = fd
+		}
+	}
+	p.mu.Unlock()
 	if err := b.setup(child, spec, ids); err != nil {
 		p.Kill()
 		<-p.waited
@@ -474,6 +491,9 @@ type process struct {
 	stage     *stage     // staged bind sources, as root; released once the sandbox holds its copies
 	net       *netns.Net // the computer's network, when on
 	child     int        // host pid of pid 1 inside the sandbox
+	mu        sync.Mutex // guards childFD and gone
+	childFD   int        // a pidfd of child, -1 when none (or bwrap has exited)
+	gone      bool       // bwrap has exited: child is reaped
 	ns        string     // the sandbox's pid namespace
 	waited    chan struct{}
 	waitErr   error
@@ -516,11 +536,18 @@ func (p *process) HostPid(inner int) (int, bool) {
 // zombie). A bwrap that does not exit within a few seconds is killed.
 func (p *process) Kill() error {
 	p.once.Do(func() {
-		if p.child > 0 {
+		p.mu.Lock()
+		switch {
+		case p.gone:
+			// Everything has exited; the pids may be others' now.
+		case p.childFD >= 0:
+			unix.PidfdSendSignal(p.childFD, unix.SIGKILL, nil, 0)
+		case p.child > 0:
 			unix.Kill(p.child, unix.SIGKILL)
-		} else {
+		default:
 			unix.Kill(-p.cmd.Process.Pid, unix.SIGKILL)
 		}
+		p.mu.Unlock()
 		go func() {
 			select {
 			case <-p.waited:
