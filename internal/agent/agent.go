@@ -356,7 +356,7 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 			w.Calibrator.Observe(t.meta.Model, use.Raw, u)
 		}
 		m.add(u, t.meta.CostUSD)
-		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model})
+		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model, Latency: t.meta.Latency})
 	}
 	switch {
 	case ctx.Err() != nil:

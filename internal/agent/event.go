@@ -59,6 +59,9 @@ type UsageEvent struct {
 	CostUSD float64
 	Context ctxwin.Use
 	Model   string // the model that answered the request
+	// Latency is how long the request took, from sending it to the
+	// stream's end.
+	Latency time.Duration
 }
 
 // WarningEvent is something the user should know that did not stop the

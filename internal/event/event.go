@@ -106,8 +106,9 @@ func fields(e any) (any, string) {
 			ContextTokens    int     `json:"context_tokens,omitempty"`
 			ContextWindow    int     `json:"context_window,omitempty"`
 			Model            string  `json:"model,omitempty"`
+			LatencyMS        int64   `json:"latency_ms,omitempty"`
 		}{e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD,
-			e.Context.Estimated, e.Context.Window, e.Model}, "usage"
+			e.Context.Estimated, e.Context.Window, e.Model, e.Latency.Milliseconds()}, "usage"
 	case *agent.WarningEvent:
 		return message{e.Message}, "warning"
 	case *agent.MessageEvent:
