@@ -30,6 +30,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
@@ -78,7 +79,11 @@ type Daemon struct {
 
 	streams    context.Context // request contexts: ended at stop, so event streams end
 	endStreams context.CancelFunc
-	once       sync.Once
+
+	metrics  *metrics.Metrics
+	observed *session.Subscription // every event, for the metrics
+	counted  chan struct{}         // closed when the metrics stop counting
+	once     sync.Once
 }
 
 // New starts everything but the serving loop: the listener is open when
@@ -127,7 +132,11 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload, Version: o.Version, Log: o.Log})
+	if err := d.count(); err != nil {
+		return nil, err
+	}
+	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
+		Version: o.Version, Log: o.Log, Metrics: d.metrics})
 	var tlsConfig *tls.Config
 	if o.SelfSigned || o.CertFile != "" {
 		if tlsConfig, err = d.loadTLS(); err != nil {
@@ -178,6 +187,41 @@ func (d *Daemon) loadTLS() (*tls.Config, error) {
 		}
 	}
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// count feeds the metrics every event from now on: this daemon's and
+// those of den run and den chat on the same data dir.
+func (d *Daemon) count() error {
+	d.rt.Sync()
+	last, err := d.rt.LastEventID(context.Background())
+	if err != nil {
+		return err
+	}
+	d.metrics = metrics.New()
+	d.observed = d.rt.Subscribe("", last, nil)
+	d.counted = make(chan struct{})
+	go func() {
+		defer close(d.counted)
+		for {
+			e, err := d.observed.Next(context.Background())
+			if err != nil {
+				if !errors.Is(err, session.ErrClosed) {
+					d.log.Warn("metrics: events not read", "err", err)
+				}
+				return
+			}
+			d.metrics.Observe(e)
+		}
+	}()
+	return nil
+}
+
+// stopCounting ends the metrics' subscription and waits for it.
+func (d *Daemon) stopCounting() {
+	if d.observed != nil {
+		d.observed.Close()
+		<-d.counted
+	}
 }
 
 // reload reads the config file again after the API changed it.
@@ -246,6 +290,7 @@ func (d *Daemon) Stop() {
 		d.http.Shutdown(sctx)
 		cancel()
 		d.rt.Shutdown(d.o.Grace)
+		d.stopCounting()
 		d.st.Close()
 		d.lock.Close()
 		d.log.Info("den serve: stopped")
@@ -260,6 +305,7 @@ func (d *Daemon) close() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
+	d.stopCounting()
 	if d.rt != nil {
 		d.rt.Close()
 	}

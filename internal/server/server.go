@@ -6,6 +6,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,10 @@ import (
 	"strings"
 
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/metrics"
+	"den.dev/den/internal/server/files"
+	"den.dev/den/internal/server/openaicompat"
+	"den.dev/den/internal/server/terminal"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
@@ -29,16 +34,23 @@ type Options struct {
 	Reload     func() error
 	Version    string
 	Log        *slog.Logger
+	// Metrics, when set, is served at /metrics with the server's
+	// gauges; whoever made it feeds it the events.
+	Metrics *metrics.Metrics
 }
 
 // Server answers den's API.
 type Server struct {
-	o   Options
-	rt  *session.Runtime
-	st  *store.Store
-	log *slog.Logger
-	mux *http.ServeMux
-	sse *sseClients
+	o     Options
+	rt    *session.Runtime
+	st    *store.Store
+	log   *slog.Logger
+	mux   *http.ServeMux
+	sse   *sseClients
+	files *files.Handler
+	term  *terminal.Handler
+	chat  *openaicompat.Handler
+	stats http.Handler
 }
 
 // Route is one entry of the route table.
@@ -56,7 +68,23 @@ func New(o Options) *Server {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, rt: o.Runtime, st: o.Store, log: o.Log, mux: http.NewServeMux(), sse: &sseClients{}}
+	s := &Server{o: o, rt: o.Runtime, st: o.Store, log: o.Log, mux: http.NewServeMux(), sse: &sseClients{},
+		files: &files.Handler{F: o.Runtime},
+		term:  &terminal.Handler{RT: o.Runtime, Log: o.Log},
+		chat:  &openaicompat.Handler{RT: o.Runtime, Log: o.Log}}
+	if o.Metrics != nil {
+		s.stats = o.Metrics.Handler(metrics.Gauges{
+			ActiveSessions: o.Runtime.RunningCount,
+			SSEClients:     func() int { return int(s.sse.n.Load()) },
+			QueueDepth: func() int {
+				n, err := o.Store.QueueDepth(context.Background())
+				if err != nil {
+					s.log.Warn("metrics: queue depth not read", "err", err)
+				}
+				return n
+			},
+		})
+	}
 	for _, rt := range s.Routes() {
 		h := rt.handle
 		s.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -89,14 +117,38 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/regenerate", false, s.regenerate},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/edit", false, s.edit},
 		{"POST", "/api/v1/sessions/{id}/branch", false, s.switchBranch},
+		{"GET", "/api/v1/sessions/{id}/files/{path...}", false, s.files.Get},
+		{"PUT", "/api/v1/sessions/{id}/files/{path...}", false, s.files.Put},
+		{"POST", "/api/v1/sessions/{id}/attachments", false, s.files.Attach},
 		{"GET", "/api/v1/sessions/{id}/events", false, s.sessionEvents},
 		{"GET", "/api/v1/events", false, s.allEvents},
 		{"GET", "/api/v1/approvals", false, s.listApprovals},
 		{"POST", "/api/v1/approvals/{id}", false, s.answerApproval},
+		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"GET", "/api/v1/usage", false, s.usage},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},
+		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
+		{"GET", "/v1/models", false, plain(s.chat.Models)},
+		{"GET", "/metrics", false, s.metrics},
 	}
+}
+
+// plain is a handler that answers every request itself (in its own
+// error shape) as a route's.
+func plain(h http.HandlerFunc) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		h(w, r)
+		return nil
+	}
+}
+
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {
+	if s.stats == nil {
+		return notFound("metrics are off")
+	}
+	s.stats.ServeHTTP(w, r)
+	return nil
 }
 
 // IsPublic reports whether r is for a route that needs no credentials.
@@ -132,10 +184,15 @@ func badRequest(format string, args ...any) error {
 // the one table of them.
 func errorFor(err error) *apiError {
 	var ae *apiError
+	var fe *files.Error
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		return &apiError{fe.Status, fe.Code, fe.Message}
+	case errors.Is(err, terminal.ErrNotWebSocket):
+		return &apiError{http.StatusUpgradeRequired, "websocket_required", "the terminal is a WebSocket: ask to upgrade"}
 	case errors.As(err, &tooLarge):
 		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound):

@@ -1,15 +1,23 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"mime"
 	"net/http"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
@@ -200,14 +208,17 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
 	if strings.TrimSpace(req.Text) == "" && len(req.Attachments) == 0 {
 		return badRequest("the message has no text")
 	}
-	if len(req.Attachments) > 0 {
-		return badRequest("attachments are not supported yet: upload the files with POST /api/v1/sessions/{id}/attachments and name them in the text")
-	}
 	thinking, err := parseThinking(req.Thinking)
 	if err != nil {
 		return err
 	}
-	sent, err := s.rt.Send(r.Context(), r.PathValue("id"), session.Message{Text: req.Text},
+	msg := session.Message{Text: req.Text}
+	if len(req.Attachments) > 0 {
+		if msg.Parts, err = s.attachmentParts(r.Context(), r.PathValue("id"), req.Text, req.Attachments); err != nil {
+			return err
+		}
+	}
+	sent, err := s.rt.Send(r.Context(), r.PathValue("id"), msg,
 		session.TurnOptions{Model: req.Model, Thinking: thinking, IfBusy: session.Queue})
 	if err != nil {
 		return err
@@ -344,4 +355,69 @@ func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, s.sessionOf(sess))
+}
+
+// maxAttachedImage bounds an image attachment put in the message itself
+// (larger ones are named, for the agent to read with its tools).
+const maxAttachedImage = 5 << 20
+
+// attachmentParts is a message of text and the named attachments (files
+// uploaded to the session's /den/attachments): each is named by its
+// path in the computer, and an image small enough is in the message
+// too, for a model that takes images.
+func (s *Server) attachmentParts(ctx context.Context, sessionID, text string, names []string) ([]llm.Part, error) {
+	if len(names) > 20 {
+		return nil, badRequest("at most 20 attachments a message")
+	}
+	f, err := s.rt.Folders(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := hostfs.OpenDir(f.Attachments)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, badRequest("the session has no attachments: upload them with POST /api/v1/sessions/{id}/attachments first")
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	parts := []llm.Part{&llm.Text{Text: text}}
+	var lines []string
+	for _, name := range names {
+		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+			return nil, badRequest("attachment %q: give the name the upload returned", name)
+		}
+		fh, err := dir.Open(name)
+		if err != nil {
+			return nil, badRequest("attachment %q: %v", name, err)
+		}
+		fi, err := fh.Stat()
+		fh.Close()
+		if err != nil {
+			return nil, err
+		}
+		kind := mime.TypeByExtension(strings.ToLower(filepath.Ext(name)))
+		lines = append(lines, fmt.Sprintf("[attached: %s/%s (%s, %d bytes)]", sandbox.GuestAttachments, name, firstNonEmpty(kind, "unknown type"), fi.Size()))
+		if !strings.HasPrefix(kind, "image/") || fi.Size() > maxAttachedImage {
+			continue
+		}
+		data, err := dir.ReadFile(name, maxAttachedImage)
+		if err != nil {
+			return nil, badRequest("attachment %q: %v", name, err)
+		}
+		if sniffed := http.DetectContentType(data); strings.HasPrefix(sniffed, "image/") {
+			parts = append(parts, &llm.Image{MediaType: sniffed, Data: data})
+		}
+	}
+	parts[0] = &llm.Text{Text: strings.TrimSpace(text + "\n\n" + strings.Join(lines, "\n"))}
+	return parts, nil
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

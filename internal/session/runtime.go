@@ -467,6 +467,19 @@ func (r *Runtime) Running(sessionID string) bool {
 	return l != nil && l.running
 }
 
+// RunningCount is how many sessions run a turn in this process.
+func (r *Runtime) RunningCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, l := range r.live {
+		if l.running {
+			n++
+		}
+	}
+	return n
+}
+
 // Subscribe follows the events of a session ("" for every session)
 // after the id after: those already stored, then live ones. keep, when
 // set, filters them.

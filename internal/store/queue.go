@@ -82,6 +82,18 @@ func (s *Store) QueuedMessages(ctx context.Context, sessionID string) ([]Queued,
 	return out, nil
 }
 
+// QueueDepth is how many messages wait in every session's queue.
+func (s *Store) QueueDepth(ctx context.Context) (int, error) {
+	var n int
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		return tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM queue`).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: queue depth: %w", err)
+	}
+	return n, nil
+}
+
 // SessionsWithQueue returns the sessions that have messages waiting.
 func (s *Store) SessionsWithQueue(ctx context.Context) ([]string, error) {
 	var out []string
