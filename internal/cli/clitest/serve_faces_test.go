@@ -111,6 +111,13 @@ func TestServeFiles(t *testing.T) {
 	}
 	p.api(t, "POST", base+"/messages", map[string]any{"text": "and this?", "attachments": []string{"../../etc/passwd"}}, http.StatusBadRequest)
 	p.api(t, "POST", base+"/messages", map[string]any{"text": "and this?", "attachments": []string{"nosuch.png"}}, http.StatusBadRequest)
+
+	// A deleted session is gone for every route, and says so.
+	p.api(t, "DELETE", base, nil, http.StatusNoContent)
+	p.api(t, "POST", base+"/messages", map[string]any{"text": "still there?"}, http.StatusNotFound)
+	if resp, b := p.raw(t, "GET", base+"/files/out.txt", "", nil); resp.StatusCode != http.StatusNotFound || !bytes.Contains(b, []byte(`"not_found"`)) {
+		t.Errorf("a file of a deleted session: %d %s", resp.StatusCode, b)
+	}
 }
 
 // waitIdle waits until the session is idle with message id in it.
