@@ -12,6 +12,7 @@ import (
 
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/permission"
+	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/store"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range list {
 		out[i] = approvalOf(a)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	return reply.JSON(w, http.StatusOK, map[string]any{"approvals": out})
 }
 
 func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request) error {
@@ -86,7 +87,7 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, approvalOf(a))
+	return reply.JSON(w, http.StatusOK, approvalOf(a))
 }
 
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
@@ -96,7 +97,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "usage": usageOf(u)})
+		return reply.JSON(w, http.StatusOK, map[string]any{"session_id": id, "usage": usageOf(u)})
 	}
 	var since time.Time
 	if v := q.Get("since"); v != "" {
@@ -111,7 +112,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+	return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
 }
 
 // getConfig is the config file with secrets masked (as den config get
@@ -122,7 +123,7 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
 	if err != nil && (key != "" || !strings.Contains(err.Error(), "there is no config file")) {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"path": s.o.ConfigPath, "key": key, "toml": v})
+	return reply.JSON(w, http.StatusOK, map[string]any{"path": s.o.ConfigPath, "key": key, "toml": v})
 }
 
 // patchConfig sets keys as den config set does ({"set": {"key": "value
@@ -175,7 +176,7 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"changed": done})
+	return reply.JSON(w, http.StatusOK, map[string]any{"changed": done})
 }
 
 // configValue is a JSON value as den config set takes it: strings as

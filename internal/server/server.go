@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"strings"
 
+	"den.dev/den/internal/server/reply"
+
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/server/files"
@@ -95,7 +97,7 @@ func New(o Options) *Server {
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			writeJSON(w, http.StatusOK, map[string]any{"den": s.o.Version, "api": "/api/v1", "docs": "docs/server.md"})
+			reply.JSON(w, http.StatusOK, map[string]any{"den": s.o.Version, "api": "/api/v1", "docs": "docs/server.md"})
 			return
 		}
 		s.fail(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
@@ -160,7 +162,7 @@ func IsPublic(r *http.Request) bool {
 func (s *Server) Handler() http.Handler { return s.mux }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{"ok": true, "version": s.o.Version})
+	return reply.JSON(w, http.StatusOK, map[string]any{"ok": true, "version": s.o.Version})
 }
 
 // apiError is an error with its status and code.
@@ -218,16 +220,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.message}})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	reply.JSON(w, ae.status, map[string]any{"error": map[string]string{"code": ae.code, "message": ae.message}})
 }
 
 // decode reads r's JSON body into v: one object, no unknown fields (a

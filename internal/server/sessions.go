@@ -18,6 +18,7 @@ import (
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
@@ -79,7 +80,7 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, agentJSON{Name: name, Model: a.Model, Trust: trust})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	return reply.JSON(w, http.StatusOK, map[string]any{"agents": out})
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
@@ -104,7 +105,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) error {
 	for i, sess := range list {
 		out[i] = s.sessionOf(sess)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"sessions": out, "more": more})
+	return reply.JSON(w, http.StatusOK, map[string]any{"sessions": out, "more": more})
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
@@ -132,7 +133,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) error {
 		}
 		sess.Title = req.Title
 	}
-	return writeJSON(w, http.StatusCreated, s.sessionOf(sess))
+	return reply.JSON(w, http.StatusCreated, s.sessionOf(sess))
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
@@ -178,7 +179,7 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Read before the messages were: a face that follows the events
 	// after it misses nothing committed since.
-	return writeJSON(w, http.StatusOK, struct {
+	return reply.JSON(w, http.StatusOK, struct {
 		sessionJSON
 		Messages    []messageJSON       `json:"messages"`
 		More        bool                `json:"more"` // older messages: ?before=<the first one's id>
@@ -223,7 +224,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": sent.Queued})
+	return reply.JSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": sent.Queued})
 }
 
 func parseThinking(s string) (llm.ThinkingLevel, error) {
@@ -239,7 +240,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.st.GetSession(r.Context(), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"canceled": s.rt.Cancel(id)})
+	return reply.JSON(w, http.StatusOK, map[string]any{"canceled": s.rt.Cancel(id)})
 }
 
 // messageJSON is a message as the API shows it.
@@ -316,7 +317,7 @@ func (s *Server) regenerate(w http.ResponseWriter, r *http.Request) error {
 		session.TurnOptions{Model: req.Model, Thinking: thinking}); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, map[string]any{"regenerating": r.PathValue("message_id")})
+	return reply.JSON(w, http.StatusAccepted, map[string]any{"regenerating": r.PathValue("message_id")})
 }
 
 func (s *Server) edit(w http.ResponseWriter, r *http.Request) error {
@@ -333,7 +334,7 @@ func (s *Server) edit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": false})
+	return reply.JSON(w, http.StatusAccepted, map[string]any{"message_id": sent.MessageID, "queued": false})
 }
 
 func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) error {
@@ -354,7 +355,7 @@ func (s *Server) switchBranch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.sessionOf(sess))
+	return reply.JSON(w, http.StatusOK, s.sessionOf(sess))
 }
 
 // maxAttachedImage bounds an image attachment put in the message itself

@@ -8,6 +8,7 @@ import (
 	"path"
 
 	"den.dev/den/internal/server/auth"
+	"den.dev/den/internal/server/reply"
 )
 
 // MaxAttachments is the most files one attachments request may send.
@@ -38,11 +39,7 @@ func (h *Handler) Attach(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "send the files as multipart/form-data, each in a field named file (%v)", err)
 	}
-	folders, err := h.F.Folders(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	dir, err := openDir(folders.Attachments, attachments)
+	dir, folders, err := h.folder(r, attachments)
 	if err != nil {
 		return err
 	}
@@ -87,7 +84,7 @@ func (h *Handler) Attach(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("the request has no file: send each in a multipart field named file")
 	}
 	kept = true
-	return writeJSON(w, http.StatusCreated, map[string][]Attachment{"attachments": saved})
+	return reply.JSON(w, http.StatusCreated, map[string][]Attachment{"attachments": saved})
 }
 
 // partError is the error for a multipart body that could not be read

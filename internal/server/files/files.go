@@ -2,7 +2,6 @@ package files
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -119,19 +118,26 @@ func tooLong(r *http.Request, max int64) error {
 
 // openDir opens the host folder at, named name in messages: a folder
 // of den's, whose failure to open is den's.
+// folder opens a folder of the request's session, named as the
+// computer names it (workspace or attachments), with the session's
+// folders.
+func (h *Handler) folder(r *http.Request, name string) (*hostfs.Dir, session.Folders, error) {
+	folders, err := h.F.Folders(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, session.Folders{}, err
+	}
+	at := folders.Workspace
+	if name == attachments {
+		at = folders.Attachments
+	}
+	d, err := openDir(at, name)
+	return d, folders, err
+}
+
 func openDir(at, name string) (*hostfs.Dir, error) {
 	d, err := hostfs.OpenDirNamed(at, name)
 	if err != nil {
 		return nil, fmt.Errorf("files: open %s: %w", name, err)
 	}
 	return d, nil
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }

@@ -16,11 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/server/auth"
+	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
-	"golang.org/x/sys/unix"
 )
 
 // owner is whom the tests' computers own their files as: a uid and gid
@@ -111,7 +113,7 @@ func answer(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 		case errors.Is(err, store.ErrNotFound):
 			status, code, msg = http.StatusNotFound, "not_found", err.Error()
 		}
-		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		reply.JSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/hostfs"
+	"den.dev/den/internal/server/reply"
 )
 
 // MaxEntries is the most entries a listing shows; a folder with more
@@ -44,11 +45,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	folders, err := h.F.Folders(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	root, err := openDir(folders.Workspace, workspace)
+	root, _, err := h.folder(r, workspace)
 	if err != nil {
 		return err
 	}
@@ -98,7 +95,7 @@ func list(w http.ResponseWriter, d *hostfs.Dir, name string) error {
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
-	return writeJSON(w, http.StatusOK, l)
+	return reply.JSON(w, http.StatusOK, l)
 }
 
 func entry(e hostfs.Entry) Entry {

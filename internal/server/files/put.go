@@ -8,6 +8,7 @@ import (
 
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/server/auth"
+	"den.dev/den/internal/server/reply"
 )
 
 // Upload is the JSON of an upload that was written.
@@ -38,11 +39,7 @@ func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 	if err := tooLong(r, max); err != nil {
 		return err
 	}
-	folders, err := h.F.Folders(r.Context(), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	root, err := openDir(folders.Workspace, workspace)
+	root, folders, err := h.folder(r, workspace)
 	if err != nil {
 		return err
 	}
@@ -71,7 +68,7 @@ func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 	if replaced {
 		status = http.StatusOK
 	}
-	return writeJSON(w, status, Upload{Path: shown(workspace, comps...), Size: n})
+	return reply.JSON(w, status, Upload{Path: shown(workspace, comps...), Size: n})
 }
 
 // replaces checks what is at name in dir, shown as shown: it reports

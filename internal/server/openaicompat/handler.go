@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"den.dev/den/internal/server/reply"
+
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
@@ -72,7 +74,7 @@ func (h *Handler) Models(w http.ResponseWriter, r *http.Request) {
 	for _, name := range agents(h.RT.Config()) {
 		data = append(data, model{ID: modelPrefix + name, Object: "model", Created: now, OwnedBy: "den"})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	reply.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 // agents are the names of the agents the config has, and default, in
@@ -258,7 +260,7 @@ func (h *Handler) complete(w http.ResponseWriter, r *http.Request, c *call) {
 		h.fail(w, r, out.Err, true)
 		return
 	}
-	writeJSON(w, http.StatusOK, completion{
+	reply.JSON(w, http.StatusOK, completion{
 		ID: c.base.ID, Object: "chat.completion", Created: c.base.Created, Model: c.base.Model,
 		Choices: []choice{{Message: answer{Role: "assistant", Content: out.Result.Text}, FinishReason: finishReason(out.Result.Stop)}},
 		Usage:   h.tokens(r.Context(), c),
@@ -272,14 +274,5 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error, shown 
 	if ae.Status >= 500 {
 		h.log().Error("openai request failed", "path", r.URL.Path, "session", w.Header().Get(SessionHeader), "err", err)
 	}
-	writeJSON(w, ae.Status, map[string]any{"error": ae})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
+	reply.JSON(w, ae.Status, map[string]any{"error": ae})
 }

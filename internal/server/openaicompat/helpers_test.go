@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +12,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/llm/llmtest"
-	"den.dev/den/internal/sandbox/bwrap"
-	"den.dev/den/internal/sandbox/rootfs"
-	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/session"
+	"den.dev/den/internal/session/sessiontest"
 	"den.dev/den/internal/store"
 )
 
@@ -38,46 +34,12 @@ type harness struct {
 // newHarness builds a harness whose model is fake (an Anthropic API).
 func newHarness(t *testing.T, cfg *config.Config, fake *llmtest.Server) *harness {
 	t.Helper()
-	sandboxtest.Need(t, "bwrap", "bubblewrap")
-	sandboxtest.Need(t, "busybox", "busybox-static")
 	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
 	t.Setenv("ANTHROPIC_BASE_URL", fake.URL)
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "den.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := bwrap.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := computer.New(dir, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg == nil {
-		cfg = &config.Config{}
-	}
-	rt, err := session.New(session.Options{Store: st, DataDir: dir, Config: cfg, Holder: "test",
-		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
-			c, err := m.Computer(agent)
-			if err != nil {
-				return nil, computer.SessionOptions{}, err
-			}
-			if _, err := c.Ensure(ctx, rootfs.Source{Kind: rootfs.Busybox}, true); err != nil {
-				return nil, computer.SessionOptions{}, err
-			}
-			return c, computer.SessionOptions{}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	se := sessiontest.New(t, cfg)
+	rt, st := se.RT, se.Store
 	srv := serve(&Handler{RT: rt})
-	t.Cleanup(func() {
-		srv.Close()
-		rt.Close()
-		st.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &harness{rt: rt, st: st, fake: fake, url: srv.URL + "/v1/", client: client(srv.URL)}
 }
 

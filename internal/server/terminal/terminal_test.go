@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -17,14 +16,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"den.dev/den/internal/computer"
-	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
-	"den.dev/den/internal/sandbox/bwrap"
-	"den.dev/den/internal/sandbox/rootfs"
-	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/server/terminal"
 	"den.dev/den/internal/session"
+	"den.dev/den/internal/session/sessiontest"
 	"den.dev/den/internal/store"
 )
 
@@ -43,35 +38,8 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	sandboxtest.Need(t, "bwrap", "bubblewrap")
-	sandboxtest.Need(t, "busybox", "busybox-static")
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "den.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := bwrap.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := computer.New(dir, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := session.New(session.Options{Store: st, DataDir: dir, Config: &config.Config{}, Holder: "test",
-		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
-			c, err := m.Computer(agent)
-			if err != nil {
-				return nil, computer.SessionOptions{}, err
-			}
-			if _, err := c.Ensure(ctx, rootfs.Source{Kind: rootfs.Busybox}, true); err != nil {
-				return nil, computer.SessionOptions{}, err
-			}
-			return c, computer.SessionOptions{}, nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	se := sessiontest.New(t, nil)
+	rt, st := se.RT, se.Store
 	ctx := context.Background()
 	if err := st.EnsureAgent(ctx, "default"); err != nil {
 		t.Fatal(err)
@@ -107,8 +75,6 @@ func newEnv(t *testing.T) *env {
 			t.Error("Serve did not return after the client left")
 		}
 		e.srv.Close()
-		rt.Close()
-		st.Close()
 	})
 	return e
 }
