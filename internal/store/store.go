@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"modernc.org/sqlite"
 )
 
@@ -70,7 +72,15 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Store{db: sql.OpenDB(connector), lazy: sql.OpenDB(lazy), path: abs, writeSlot: make(chan struct{}, 1)}
-	if err := s.init(context.Background()); err != nil {
+	// Turning a new file to WAL takes a lock SQLite does not wait for
+	// (it would risk a deadlock): a den opening the file while another
+	// does gets SQLITE_BUSY at once, and tries again.
+	err = s.init(context.Background())
+	for wait := 10 * time.Millisecond; isBusy(err) && wait < busyTimeout; wait *= 2 {
+		time.Sleep(wait)
+		err = s.init(context.Background())
+	}
+	if err != nil {
 		s.db.Close()
 		s.lazy.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -118,6 +128,12 @@ func (s *Store) init(ctx context.Context) error {
 		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
 	}
 	return migrate(ctx, s.db)
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // Close closes the database. Calls in progress finish first.
