@@ -15,6 +15,9 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 go vet ./...
+# The web face's vendored libraries are exactly what their pinned
+# packages hold.
+scripts/vendor-web.sh --check
 go test -count=1 -timeout 20m ./...
 # The packages where goroutines meet (the sandbox's sessions, the host
 # command broker, the gate, the store, the loop) again under the race

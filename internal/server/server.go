@@ -24,6 +24,7 @@ import (
 	"den.dev/den/internal/server/terminal"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
+	"den.dev/den/internal/web"
 )
 
 // Options wire a Server.
@@ -53,6 +54,7 @@ type Server struct {
 	term  *terminal.Handler
 	chat  *openaicompat.Handler
 	stats http.Handler
+	web   *web.Handler
 }
 
 // Route is one entry of the route table.
@@ -73,7 +75,8 @@ func New(o Options) *Server {
 	s := &Server{o: o, rt: o.Runtime, st: o.Store, log: o.Log, mux: http.NewServeMux(), sse: &sseClients{},
 		files: &files.Handler{F: o.Runtime},
 		term:  &terminal.Handler{RT: o.Runtime, Log: o.Log},
-		chat:  &openaicompat.Handler{RT: o.Runtime, Log: o.Log}}
+		chat:  &openaicompat.Handler{RT: o.Runtime, Log: o.Log},
+		web:   &web.Handler{}}
 	if o.Metrics != nil {
 		s.stats = o.Metrics.Handler(metrics.Gauges{
 			ActiveSessions: o.Runtime.RunningCount,
@@ -96,10 +99,6 @@ func New(o Options) *Server {
 		})
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			reply.JSON(w, http.StatusOK, map[string]any{"den": s.o.Version, "api": "/api/v1", "docs": "docs/server.md"})
-			return
-		}
 		s.fail(w, r, notFound("no route %s %s", r.Method, r.URL.Path))
 	})
 	return s
@@ -109,6 +108,10 @@ func New(o Options) *Server {
 func (s *Server) Routes() []Route {
 	return []Route{
 		{"GET", HealthPath, true, s.health},
+		{"GET", "/{$}", false, s.web.Index},
+		{"GET", "/app/{path...}", false, s.web.File},
+		{"GET", "/sw.js", false, s.web.Worker},
+		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
 		{"GET", "/api/v1/sessions", false, s.listSessions},
 		{"POST", "/api/v1/sessions", false, s.createSession},
@@ -193,6 +196,8 @@ func errorFor(err error) *apiError {
 		return ae
 	case errors.As(err, &fe):
 		return &apiError{fe.Status, fe.Code, fe.Message}
+	case errors.Is(err, web.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, terminal.ErrNotWebSocket):
 		return &apiError{http.StatusUpgradeRequired, "websocket_required", "the terminal is a WebSocket: ask to upgrade"}
 	case errors.As(err, &tooLarge):

@@ -169,6 +169,9 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	for i := range msgs {
 		msgs[i].Versions = versions[msgs[i].ID]
 	}
+	if err := s.addCallFacts(r.Context(), msgs); err != nil {
+		return err
+	}
 	queued, err := s.st.QueuedMessages(r.Context(), sess.ID)
 	if err != nil {
 		return err
@@ -177,15 +180,23 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	for i, q := range queued {
 		pending[i] = map[string]string{"message_id": q.MessageID, "text": q.Text}
 	}
-	// Read before the messages were: a face that follows the events
-	// after it misses nothing committed since.
+	// What the running turn streamed since its last committed message
+	// is in no message yet: a face that follows the events after the
+	// last message event shows it.
+	resume, err := s.st.LastEventOf(r.Context(), sess.ID, "message", last)
+	if err != nil {
+		return err
+	}
+	// last was read before the messages were: a face that follows the
+	// events after it misses nothing committed since.
 	return reply.JSON(w, http.StatusOK, struct {
 		sessionJSON
-		Messages    []messageJSON       `json:"messages"`
-		More        bool                `json:"more"` // older messages: ?before=<the first one's id>
-		Queued      []map[string]string `json:"queued"`
-		LastEventID int64               `json:"last_event_id"` // follow the events after it
-	}{s.sessionOf(sess), msgs, more, pending, last})
+		Messages      []messageJSON       `json:"messages"`
+		More          bool                `json:"more"` // older messages: ?before=<the first one's id>
+		Queued        []map[string]string `json:"queued"`
+		LastEventID   int64               `json:"last_event_id"`   // follow the events after it
+		ResumeEventID int64               `json:"resume_event_id"` // or after it, to see the uncommitted part of a running turn too
+	}{s.sessionOf(sess), msgs, more, pending, last, resume})
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
@@ -268,6 +279,39 @@ type partJSON struct {
 	Content   []partJSON      `json:"content,omitempty"`
 	MediaType string          `json:"media_type,omitempty"`
 	Data      []byte          `json:"data,omitempty"` // base64 in JSON
+	// A tool call's card: its shell command's classification, and once
+	// it finished, how long it took and its exit code.
+	Labels     []string `json:"labels,omitempty"`
+	DurationMS *int64   `json:"duration_ms,omitempty"`
+	ExitCode   *int     `json:"exit_code,omitempty"`
+}
+
+// addCallFacts puts on the tool calls of msgs what their cards show.
+func (s *Server) addCallFacts(ctx context.Context, msgs []messageJSON) error {
+	var ids []string
+	for _, m := range msgs {
+		if m.Role == string(llm.Assistant) {
+			ids = append(ids, m.ID)
+		}
+	}
+	facts, err := s.st.CallFacts(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		for i := range m.Parts {
+			p := &m.Parts[i]
+			if p.Type != "tool_call" {
+				continue
+			}
+			p.Labels = session.CallLabels(&llm.ToolCall{Name: p.Name, Input: p.Input})
+			if f, ok := facts[p.ID]; ok {
+				ms := f.Duration.Milliseconds()
+				p.DurationMS, p.ExitCode = &ms, f.ExitCode
+			}
+		}
+	}
+	return nil
 }
 
 func messageOf(m store.StoredMessage) messageJSON {

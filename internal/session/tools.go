@@ -51,6 +51,10 @@ func (r *registryTools) Labels(c *llm.ToolCall) []string {
 	return class.Labels()
 }
 
+// CallLabels classifies a stored call's shell command for its card,
+// as Labels does when it runs (without the agent's mounts).
+func CallLabels(c *llm.ToolCall) []string { return (&registryTools{}).Labels(c) }
+
 func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallOptions) agent.Outcome {
 	env := *r.env
 	env.Output = o.Output

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"den.dev/den/internal/llm"
@@ -176,4 +177,51 @@ func (s *Store) OpenCalls(ctx context.Context, sessionID string) (string, []Open
 		return "", nil, fmt.Errorf("store: open calls of session %s: %w", sessionID, err)
 	}
 	return head, calls, nil
+}
+
+// CallFact is what a finished call's card shows beyond its messages.
+type CallFact struct {
+	Duration time.Duration
+	ExitCode *int // a shell command's, when it ran
+}
+
+// CallFacts returns the facts of the finished calls of the given
+// assistant messages, by call id.
+func (s *Store) CallFacts(ctx context.Context, messageIDs []string) (map[string]CallFact, error) {
+	out := map[string]CallFact{}
+	if len(messageIDs) == 0 {
+		return out, nil
+	}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		q := `SELECT call_id, duration_ms, exit_code FROM tool_calls WHERE duration_ms IS NOT NULL AND message_id IN (?` +
+			strings.Repeat(", ?", len(messageIDs)-1) + `)`
+		args := make([]any, len(messageIDs))
+		for i, id := range messageIDs {
+			args[i] = id
+		}
+		rows, err := tx.QueryContext(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var ms int64
+			var exit sql.NullInt64
+			if err := rows.Scan(&id, &ms, &exit); err != nil {
+				return err
+			}
+			f := CallFact{Duration: time.Duration(ms) * time.Millisecond}
+			if exit.Valid {
+				n := int(exit.Int64)
+				f.ExitCode = &n
+			}
+			out[id] = f
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: facts of calls: %w", err)
+	}
+	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -114,6 +115,21 @@ func (s *Store) Events(ctx context.Context, session string, after int64, limit i
 }
 
 // LastEventID is the id of the newest event, 0 when there is none.
+// LastEventOf is the id of the session's newest event of type typ with
+// an id of at most atMost, or 0 when there is none.
+func (s *Store) LastEventOf(ctx context.Context, sessionID, typ string, atMost int64) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT id FROM events WHERE session_id = ? AND id <= ? AND type = ? ORDER BY id DESC LIMIT 1`,
+		sessionID, atMost, typ).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: last %s event of session %s: %w", typ, sessionID, err)
+	}
+	return id, nil
+}
+
 func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 	var id sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT max(id) FROM events`).Scan(&id); err != nil {

@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -168,6 +169,10 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 		kind, value := credential(r)
 		if kind == none {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="den"`)
+			if wantsPage(r) {
+				signIn(w)
+				return
+			}
 			writeError(w, codeUnauthorized, "authentication required: send Authorization: Bearer <token>, or open the login URL that den serve prints")
 			return
 		}
@@ -254,3 +259,33 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// wantsPage reports whether r is a browser opening the app's page.
+func wantsPage(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/" && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// signIn answers a browser that has no cookie yet: a page that says how
+// to get in, with a form that sends the token the way the login URL
+// does. It is static: nothing of the request is in it.
+func signIn(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.WriteHeader(http.StatusUnauthorized)
+	io.WriteString(w, signInPage)
+}
+
+const signInPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark"><title>Sign in to den</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:28rem;margin:10vh auto;padding:0 1rem}
+input,button{font:inherit;min-height:44px;width:100%;box-sizing:border-box;margin:.25rem 0;padding:0 .75rem}</style></head>
+<body><h1>Sign in to den</h1>
+<p>Open the login URL that <code>den serve</code> printed on its terminal, or paste the token (<code>den token</code> prints it).</p>
+<form method="get" action="/"><label for="token">Token</label>
+<input id="token" name="token" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button></form></body></html>
+`

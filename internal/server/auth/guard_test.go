@@ -334,3 +334,25 @@ func TestEnvTokenGuard(t *testing.T) {
 		t.Errorf("opening LoginURL: %d, Location %q; want 303 to /", r.code, r.header.Get("Location"))
 	}
 }
+
+// TestSignInPage: a browser that opens the app without a cookie gets a
+// page that says how to sign in (still a 401, and nothing of the
+// request in it); a script gets the JSON error.
+func TestSignInPage(t *testing.T) {
+	h := newHarness(t, false, nil)
+	r := h.do(nil, "GET", "/?x=<script>", withHeader("Accept", "text/html,application/xhtml+xml"))
+	if r.code != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("browser: %d %s", r.code, r.header.Get("Content-Type"))
+	}
+	if !strings.Contains(r.body, `<form method="get" action="/">`) || !strings.Contains(r.body, `name="token"`) || strings.Contains(r.body, "<script") {
+		t.Errorf("sign-in page:\n%s", r.body)
+	}
+	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("policy %q", csp)
+	}
+	for _, path := range []string{"/api/v1/sessions", "/app/app.js"} {
+		if r := h.do(nil, "GET", path, withHeader("Accept", "text/html")); !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: %s", path, r.header.Get("Content-Type"))
+		}
+	}
+}

@@ -1,0 +1,343 @@
+package clitest
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
+)
+
+// browser is a headless Chromium on a page of den serve's web face,
+// signed in with the login URL.
+type browser struct {
+	ctx context.Context
+	p   *daemonProc
+	t   *testing.T
+}
+
+// screen sizes the tests run at: a desktop, and a phone with touch.
+type screen struct {
+	name          string
+	width, height int64
+	mobile        bool
+}
+
+var (
+	desktopScreen = screen{"desktop", 1280, 800, false}
+	phoneScreen   = screen{"phone", 390, 844, true}
+)
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium-headless-shell", "chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return sandboxtest.Need(t, "chromium-headless-shell", "chromium-headless-shell")
+}
+
+// openBrowser starts Chromium at sc's size and signs it in to p.
+func openBrowser(t *testing.T, p *daemonProc, sc screen) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.NoSandbox, // den's tests run as root; the page is den's own
+		chromedp.WindowSize(int(sc.width), int(sc.height)),
+		chromedp.Flag("lang", "en-US"),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelT()
+		cancelC()
+		cancelA()
+	})
+	b := &browser{ctx: ctx, p: p, t: t}
+	viewport := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+	if sc.mobile {
+		viewport = append(viewport, chromedp.EmulateMobile, chromedp.EmulateTouch)
+	}
+	b.run(
+		chromedp.EmulateViewport(sc.width, sc.height, viewport...),
+		chromedp.Navigate(p.url+"/?token="+serveToken),
+		chromedp.WaitVisible(chromedp.CSS(`#composer, .welcome`)),
+	)
+	return b
+}
+
+func (b *browser) run(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.shot("failure")
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// shot saves a screenshot as a test artifact under
+// $DEN_TEST_ARTIFACTS (default: the test's temp dir, logged).
+func (b *browser) shot(name string) {
+	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return
+	}
+	dir := os.Getenv("DEN_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "den-web-shots")
+	}
+	os.MkdirAll(dir, 0o755)
+	path := filepath.Join(dir, strings.ReplaceAll(b.t.Name(), "/", "_")+"-"+name+".png")
+	if err := os.WriteFile(path, png, 0o644); err == nil {
+		b.t.Logf("screenshot %s", path)
+	}
+}
+
+// text waits until the element sel contains want and returns its text.
+func (b *browser) waitText(sel, want string) string {
+	b.t.Helper()
+	var got string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		texts, _ := chromedp.Run(b.ctx, chromedp.Evaluate[[]string](fmt.Sprintf(`[...document.querySelectorAll(%q)].map(e => e.textContent)`, sel)))
+		got = strings.Join(texts, "\n")
+		if strings.Contains(got, want) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			b.shot("timeout")
+			b.t.Fatalf("no %q in %s; it says:\n%s", want, sel, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// eval is the value of the JavaScript expression js on the page.
+func eval[T any](b *browser, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// newChat starts a chat in the app and returns its session id.
+func (b *browser) newChat() string {
+	b.t.Helper()
+	b.run(chromedp.Click(chromedp.CSS(`.welcome .primary`), chromedp.NodeVisible))
+	var id string
+	deadline := time.Now().Add(10 * time.Second)
+	for id == "" && time.Now().Before(deadline) {
+		id = eval[string](b, `location.hash.slice(1)`)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if id == "" {
+		b.t.Fatal("no session opened")
+	}
+	b.run(chromedp.WaitVisible(chromedp.CSS(`#composer`)))
+	return id
+}
+
+// send types text into the composer and presses Send.
+func (b *browser) send(text string) {
+	b.t.Helper()
+	b.run(
+		chromedp.SendKeys(chromedp.CSS(`#composer`), text),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Send"]`)),
+	)
+}
+
+func (b *browser) openSidebar(sc screen) {
+	if sc.mobile {
+		b.run(chromedp.Click(chromedp.CSS(`button.menu`)))
+		time.Sleep(300 * time.Millisecond) // the drawer slides in
+	}
+}
+
+// TestWebChat: at a desktop and a phone size, a prompt sent from the
+// page streams its answer, shows a tool card with its command and exit
+// code, and the page has no sideways scrolling.
+func TestWebChat(t *testing.T) {
+	for _, sc := range []screen{desktopScreen, phoneScreen} {
+		t.Run(sc.name, func(t *testing.T) {
+			d := newDen(t)
+			serveConfig(t, d, "")
+			answer := "The files are **a.txt** and `b.txt`.\n\n```bash\nls -l /workspace\n```"
+			fake := llmtest.NewAnthropic(t,
+				llmtest.Turn{Text: "Let me look.", Calls: []llmtest.Call{sh("toolu_1", "touch a.txt b.txt; ls")}},
+				llmtest.Turn{Text: answer})
+			p := startServe(t, d, fake)
+			b := openBrowser(t, p, sc)
+			b.newChat()
+			b.send("what files are there?")
+			b.waitText(".msg.user .bubble", "what files are there?")
+			b.waitText(".msg.assistant .md", "The files are a.txt and b.txt.")
+			cards := b.waitText("details.tool summary", "touch a.txt b.txt; ls")
+			if !strings.Contains(cards, "exit 0") {
+				t.Errorf("the tool card lacks its exit code: %q", cards)
+			}
+			// The card opens to show the output.
+			b.run(chromedp.Click(chromedp.CSS(`details.tool summary`)))
+			b.waitText("details.tool .tool-output", "a.txt")
+			b.waitText(".msg.assistant pre code", "ls -l /workspace")
+			wide := eval[bool](b, `document.documentElement.scrollWidth > window.innerWidth`)
+			if wide {
+				t.Errorf("the page scrolls sideways at %dpx", sc.width)
+			}
+			unnamed := eval[[]string](b, `[...document.querySelectorAll("button, input, select, textarea")].filter(e => !e.hidden && e.type !== "file" &&
+				!(e.getAttribute("aria-label") || e.textContent.trim() || (e.labels && e.labels.length))).map(e => e.outerHTML)`)
+			if len(unnamed) > 0 {
+				t.Errorf("controls without an accessible name: %v", unnamed)
+			}
+			if sc.mobile {
+				small := eval[[]string](b, `[...document.querySelectorAll(".composer button, .topbar button")].filter(e => {
+					const r = e.getBoundingClientRect(); return r.width > 0 && (r.width < 44 || r.height < 44) }).map(e => e.outerHTML)`)
+				if len(small) > 0 {
+					t.Errorf("touch targets under 44 px: %v", small)
+				}
+			}
+			b.shot("chat")
+			b.openSidebar(sc)
+			b.waitText(".sessions .title", "what files are there?")
+			b.shot("sessions")
+		})
+	}
+}
+
+// TestWebApproval: an approval is answered inline with "Allow once", and
+// the turn goes on; the session's badge says it waits meanwhile.
+func TestWebApproval(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "[agents.default.permissions]\n\"den-notify\" = \"ask\"\n")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_n", "den-notify --title hi from-the-web")}},
+		llmtest.Turn{Text: "Notified you."})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, desktopScreen)
+	b.newChat()
+	b.send("notify me")
+	b.waitText(".approval", "den-notify")
+	labels := eval[[]string](b, `[...document.querySelectorAll(".approval button")].map(e => e.textContent)`)
+	if strings.Join(labels, "|") != "Allow once|Allow for this session|Always allow|Deny" {
+		t.Errorf("approval buttons %q", labels)
+	}
+	b.waitText(".sessions .badge", "approval")
+	b.shot("approval")
+	b.run(chromedp.Click(chromedp.Search(`//button[text()="Allow once"]`)))
+	b.waitText(".msg.assistant .md", "Notified you.")
+	left := eval[int](b, `document.querySelectorAll(".approval").length`)
+	if left != 0 {
+		t.Errorf("%d approvals still shown after the answer", left)
+	}
+}
+
+// TestWebStopAndQueue: a message sent while a turn runs is shown queued
+// and joins the turn; Stop ends a turn.
+func TestWebStopAndQueue(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "sleep 2; echo slept")}},
+		llmtest.Turn{Text: "Got your second message too."},
+		llmtest.Turn{Text: "Sleeping long.", Calls: []llmtest.Call{sh("toolu_2", "sleep 60")}},
+		llmtest.Turn{Text: "never"})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, phoneScreen)
+	id := b.newChat()
+	b.send("first")
+	b.waitText("details.tool summary", "sleep 2")
+	b.send("and also this")
+	b.waitText(".msg.queued", "and also this")
+	b.shot("queued")
+	b.waitText(".msg.assistant .md", "Got your second message too.")
+	// The queued message joined the turn: it is a message of the
+	// session now, not queued.
+	b.waitText(".msg.user .bubble", "and also this")
+	queued := eval[int](b, `document.querySelectorAll(".msg.queued").length`)
+	if queued != 0 {
+		t.Errorf("%d messages still shown queued", queued)
+	}
+	b.send("sleep now")
+	b.waitText("details.tool summary", "sleep 60")
+	b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Stop"]`)))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := p.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)
+		if s["status"] == "interrupted" || s["status"] == "idle" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not stop: %v", s["status"])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stop := 1
+	for range 100 {
+		stop = eval[int](b, `document.querySelectorAll('button[aria-label="Stop"]').length`)
+		if stop == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if stop != 0 {
+		t.Error("the Stop button stays after the turn stopped")
+	}
+}
+
+// TestWebReloadMidTurn: a page reloaded while a turn streams re-attaches
+// and shows the turn's text exactly once when it ends.
+func TestWebReloadMidTurn(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	final := "Here is the summary you asked for, in full."
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Text: "Starting the long part now.", Calls: []llmtest.Call{sh("toolu_1", "sleep 2; echo done")}},
+		llmtest.Turn{Text: final})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, desktopScreen)
+	b.newChat()
+	b.send("summarise")
+	b.waitText("details.tool summary", "sleep 2")
+	b.run(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#composer`)))
+	b.waitText(".msg.assistant .md", final)
+	time.Sleep(500 * time.Millisecond)
+	all := eval[string](b, `document.querySelector(".messages").textContent`)
+	if n := strings.Count(all, final); n != 1 {
+		t.Errorf("the final text shows %d times", n)
+	}
+	if n := strings.Count(all, "Starting the long part now."); n != 1 {
+		t.Errorf("the first turn's text shows %d times", n)
+	}
+	b.shot("reloaded")
+}
+
+// TestWebVersions: regenerating an answer makes a second version, and
+// the ‹ 2/2 › switcher goes back to the first.
+func TestWebVersions(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "First answer."}, llmtest.Turn{Text: "Second answer."})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, desktopScreen)
+	b.newChat()
+	b.send("a question")
+	b.waitText(".msg.assistant .md", "First answer.")
+	b.run(chromedp.Click(chromedp.Search(`//button[text()="Regenerate"]`)))
+	b.waitText(".msg.assistant .md", "Second answer.")
+	b.waitText(".msg.assistant .versions", "2/2")
+	b.shot("versions")
+	b.run(chromedp.Click(chromedp.CSS(`.msg.assistant button[aria-label="Previous version"]`)))
+	b.waitText(".msg.assistant .md", "First answer.")
+	b.waitText(".msg.assistant .versions", "1/2")
+}

@@ -1,0 +1,617 @@
+// den's web face: the sessions, a chat with the agent, and its
+// approvals. State comes from the API; a session's events come over
+// Server-Sent Events, resumed with Last-Event-ID, so a reload, a tab
+// switch or a phone that slept shows every event once.
+import { h, render as mount } from "preact";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState, useCallback } from "preact/hooks";
+import htm from "htm";
+import { api, follow, ApiError } from "/app/api.js";
+import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
+
+const html = htm.bind(h);
+
+// Icons, drawn inline so that no font has to have the glyph.
+const icon = (d) => html`<svg viewBox="0 0 24 24" width="22" height="22" aria-hidden="true" focusable="false"
+  fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d=${d} /></svg>`;
+const ICONS = {
+  menu: "M4 6h16M4 12h16M4 18h16",
+  attach: "M21 11.5 12.5 20a5 5 0 0 1-7-7l9-9a3.5 3.5 0 0 1 5 5l-9 9a2 2 0 0 1-3-3l8-8",
+  send: "M4 12 20 4l-6 16-3-7z",
+  stop: "M7 7h10v10H7z",
+};
+const desktop = () => window.matchMedia("(pointer: fine)").matches;
+
+// ---------------------------------------------------------------- the app
+
+function App() {
+  const [agents, setAgents] = useState([]);
+  const [agent, setAgent] = useState(localStorage.getItem("den.agent") || "default");
+  const [sessions, setSessions] = useState([]);
+  const [query, setQuery] = useState("");
+  const [current, setCurrent] = useState(() => location.hash.slice(1) || "");
+  const [drawer, setDrawer] = useState(false);
+  const [conn, setConn] = useState("live");
+  const [error, setError] = useState("");
+
+  const loadSessions = useCallback(async () => {
+    try {
+      const r = await api.sessions({ q: query, agent });
+      setSessions(r.sessions || []);
+    } catch (e) {
+      setError(message(e));
+    }
+  }, [query, agent]);
+
+  useEffect(() => {
+    api.agents().then((r) => setAgents(r.agents || []), (e) => setError(message(e)));
+  }, []);
+  useEffect(() => {
+    const t = setTimeout(loadSessions, query ? 200 : 0);
+    return () => clearTimeout(t);
+  }, [loadSessions]);
+  useEffect(() => localStorage.setItem("den.agent", agent), [agent]);
+
+  // The sidebar follows every session's status.
+  useEffect(() => {
+    let refresh = null;
+    const f = follow("/api/v1/events", 0, (e) => {
+      if (e.type === "status") {
+        setSessions((list) => list.map((s) => (s.id === e.session_id ? { ...s, status: e.status } : s)));
+      }
+      if (e.type === "message" || e.type === "session") {
+        clearTimeout(refresh);
+        refresh = setTimeout(loadSessions, 300);
+      }
+      if (document.hidden && e.type === "approval_request") notify("den needs your approval", e.question || e.command);
+      if (document.hidden && e.type === "status" && e.status === "idle") notify("den is done", "");
+    }, setConn);
+    return () => f.close();
+  }, [loadSessions]);
+
+  useEffect(() => {
+    const onHash = () => setCurrent(location.hash.slice(1));
+    window.addEventListener("hashchange", onHash);
+    return () => window.removeEventListener("hashchange", onHash);
+  }, []);
+
+  const open = (id) => {
+    location.hash = id;
+    setCurrent(id);
+    setDrawer(false);
+  };
+  const newChat = async () => {
+    try {
+      const s = await api.createSession(agent);
+      setSessions((list) => [s, ...list]);
+      open(s.id);
+      setTimeout(() => document.querySelector("#composer")?.focus(), 0);
+    } catch (e) {
+      setError(message(e));
+    }
+  };
+
+  // Keyboard shortcuts on a desktop: Ctrl/⌘+K searches, Ctrl/⌘+Shift+O
+  // starts a new chat, Escape stops a turn (handled by the chat).
+  useEffect(() => {
+    const onKey = (e) => {
+      const mod = e.ctrlKey || e.metaKey;
+      if (mod && e.key.toLowerCase() === "k") {
+        e.preventDefault();
+        document.querySelector("#search")?.focus();
+      } else if (mod && e.shiftKey && e.key.toLowerCase() === "o") {
+        e.preventDefault();
+        newChat();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  });
+
+  return html`
+    <div class=${"shell" + (drawer ? " drawer-open" : "")}>
+      <aside class="sidebar" aria-label="Sessions">
+        <div class="sidebar-top">
+          <button class="primary" onClick=${newChat}>New chat</button>
+          <label class="visually-hidden" for="agent">Agent</label>
+          <select id="agent" aria-label="Agent" value=${agent} onChange=${(e) => setAgent(e.target.value)}>
+            ${(agents.length ? agents : [{ name: "default" }]).map((a) => html`<option value=${a.name}>${a.name}</option>`)}
+          </select>
+        </div>
+        <input id="search" type="search" placeholder="Search" aria-label="Search sessions" value=${query}
+          onInput=${(e) => setQuery(e.target.value)} />
+        <ul class="sessions">
+          ${sessions.map((s) => html`
+            <li key=${s.id}>
+              <a href=${"#" + s.id} class=${s.id === current ? "current" : ""} aria-current=${s.id === current ? "page" : undefined}
+                onClick=${(e) => { e.preventDefault(); open(s.id); }}>
+                <span class="title">${s.title || "New chat"}</span>
+                ${badge(s.status)}
+              </a>
+            </li>`)}
+          ${sessions.length === 0 && html`<li class="empty">${query ? "Nothing found." : "No chats yet."}</li>`}
+        </ul>
+      </aside>
+      <div class="scrim" onClick=${() => setDrawer(false)} aria-hidden="true"></div>
+      <main class="main">
+        <header class="topbar">
+          <button class="icon menu" aria-label="Sessions" onClick=${() => setDrawer(!drawer)}>${icon(ICONS.menu)}</button>
+          <h1>${(sessions.find((s) => s.id === current) || {}).title || "den"}</h1>
+          ${conn !== "live" && html`<span class="conn" role="status">${conn === "reconnecting" ? "Reconnecting…" : "Offline"}</span>`}
+        </header>
+        ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
+        ${current
+          ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} />`
+          : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>
+              <button class="primary" onClick=${newChat}>New chat</button></div>`}
+      </main>
+    </div>`;
+}
+
+function badge(status) {
+  if (status === "waiting") return html`<span class="badge waiting" title="Waiting for your approval">approval</span>`;
+  if (status === "running") return html`<span class="badge running" title="Running">●</span>`;
+  if (status === "queued") return html`<span class="badge running" title="Queued">queued</span>`;
+  if (status === "error") return html`<span class="badge error" title="Stopped with an error">!</span>`;
+  if (status === "interrupted") return html`<span class="badge error" title="Interrupted">interrupted</span>`;
+  return null;
+}
+
+function message(e) {
+  if (e instanceof ApiError) return e.message;
+  return String(e && e.message ? e.message : e);
+}
+
+function notify(title, body) {
+  if (!("Notification" in window) || Notification.permission !== "granted") return;
+  try {
+    new Notification(title, { body, icon: "/app/icon.svg" });
+  } catch {
+    /* some browsers only notify from a service worker */
+  }
+}
+
+// ---------------------------------------------------------------- a chat
+
+// live is what the running turn streamed since its last committed
+// message: segments of text, thinking and tool calls in order.
+function useSession(id, onError) {
+  const [sess, setSess] = useState(null);
+  const [messages, setMessages] = useState([]);
+  const [more, setMore] = useState(false);
+  const [queued, setQueued] = useState([]);
+  const [live, setLive] = useState([]);
+  const [approvals, setApprovals] = useState([]);
+  const [status, setStatus] = useState("idle");
+  const [failure, setFailure] = useState("");
+  const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
+  const [, bump] = useState(0);
+  const stream = useRef(null);
+
+  const reload = useCallback(async (uptoEvent) => {
+    const r = await api.session(id);
+    setSess(r);
+    setMessages(r.messages || []);
+    setMore(!!r.more);
+    setQueued(r.queued || []);
+    setStatus(r.status);
+    // What is committed now is in the messages: keep only what came
+    // after the event that said so.
+    if (uptoEvent !== undefined) setLive((segs) => segs.filter((s) => s.event > uptoEvent));
+    return r;
+  }, [id]);
+
+  const loadApprovals = useCallback(async () => {
+    const r = await api.approvals();
+    setApprovals((r.approvals || []).filter((a) => a.session_id === id));
+  }, [id]);
+
+  useEffect(() => {
+    let closed = false;
+    let pendingReload = null;
+    setLive([]);
+    calls.current = new Map();
+    (async () => {
+      let r;
+      try {
+        r = await reload();
+        await loadApprovals();
+      } catch (e) {
+        onError(message(e));
+        return;
+      }
+      if (closed) return;
+      const running = r.status === "running" || r.status === "waiting" || r.status === "queued";
+      const after = running ? r.resume_event_id : r.last_event_id;
+      stream.current = follow(`/api/v1/sessions/${encodeURIComponent(id)}/events`, after, (e) => {
+        const ev = e.event_id;
+        switch (e.type) {
+          case "text":
+          case "thinking":
+            setLive((segs) => {
+              const last = segs[segs.length - 1];
+              if (last && last.kind === e.type) {
+                return [...segs.slice(0, -1), { ...last, text: last.text + e.text, event: ev }];
+              }
+              return [...segs, { kind: e.type, text: e.text, event: ev }];
+            });
+            break;
+          case "retry":
+            // A retried request's text is void: the next attempt
+            // streams the answer again.
+            setLive((segs) => segs.filter((s) => s.kind === "tool"));
+            break;
+          case "tool_call":
+            calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), labels: e.labels, running: true });
+            setLive((segs) => [...segs, { kind: "tool", id: e.id, name: e.name, input: e.input, event: ev }]);
+            break;
+          case "tool_result":
+            calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), running: false, output: e.output, is_error: e.is_error,
+              duration_ms: e.duration_ms, exit_code: e.exit_code });
+            bump((n) => n + 1);
+            break;
+          case "message":
+            clearTimeout(pendingReload);
+            pendingReload = setTimeout(() => reload(ev).catch((err) => onError(message(err))), 0);
+            break;
+          case "queued":
+            setQueued((q) => [...q, { message_id: e.message_id, text: e.text }]);
+            break;
+          case "status":
+            setStatus(e.status);
+            if (e.status === "running") setFailure("");
+            if (e.status === "idle" || e.status === "error" || e.status === "interrupted") {
+              reload(ev).catch(() => {});
+            }
+            break;
+          case "error":
+            setFailure(e.message || "the turn failed");
+            break;
+          case "approval_request":
+            setApprovals((list) => (list.some((a) => a.id === e.id) ? list : [...list, e]));
+            break;
+          case "approval_resolved":
+            setApprovals((list) => list.filter((a) => a.id !== e.id));
+            break;
+        }
+      }, () => {});
+    })();
+    // A phone that woke up or came back online checks at once.
+    const wake = () => {
+      if (document.hidden) return;
+      stream.current && stream.current.restart();
+      reload().catch(() => {});
+      loadApprovals().catch(() => {});
+    };
+    document.addEventListener("visibilitychange", wake);
+    window.addEventListener("online", wake);
+    return () => {
+      closed = true;
+      clearTimeout(pendingReload);
+      document.removeEventListener("visibilitychange", wake);
+      window.removeEventListener("online", wake);
+      stream.current && stream.current.close();
+    };
+  }, [id]);
+
+  const older = useCallback(async () => {
+    if (!messages.length) return;
+    const r = await api.session(id, { before: messages[0].id });
+    setMessages((m) => [...(r.messages || []), ...m]);
+    setMore(!!r.more);
+  }, [id, messages]);
+
+  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, reload };
+}
+
+function Chat({ id, onError, onTitle }) {
+  const s = useSession(id, onError);
+  const list = useRef(null);
+  const stick = useRef(true);
+  const busy = s.status === "running" || s.status === "waiting" || s.status === "queued";
+
+  // Results of committed calls, by call id, from the tool messages;
+  // and the calls committed messages show.
+  const [results, committed] = useMemo(() => {
+    const m = new Map();
+    const calls = new Set();
+    for (const msg of s.messages) {
+      for (const p of msg.parts) {
+        if (p.type === "tool_result") m.set(p.call_id, p);
+        if (p.type === "tool_call") calls.add(p.id);
+      }
+    }
+    return [m, calls];
+  }, [s.messages]);
+  const live = s.live.filter((seg) => seg.kind !== "tool" || !committed.has(seg.id));
+
+  // Keep the newest text in view while it streams, unless the reader
+  // scrolled up.
+  useLayoutEffect(() => {
+    const el = list.current;
+    if (el && stick.current) el.scrollTop = el.scrollHeight;
+  });
+  const onScroll = () => {
+    const el = list.current;
+    stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+    if (el.scrollTop < 200 && s.more && !onScroll.loading) {
+      onScroll.loading = true;
+      const before = el.scrollHeight;
+      s.older().then(() => requestAnimationFrame(() => {
+        el.scrollTop += el.scrollHeight - before;
+        onScroll.loading = false;
+      }), () => (onScroll.loading = false));
+    }
+  };
+
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.key === "Escape" && busy) api.cancel(id).catch(() => {});
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [busy, id]);
+
+  const visible = s.messages.filter((m) => m.role !== "tool" && !(m.role === "user" && m.parts.every((p) => p.type === "tool_result")));
+  return html`
+    <section class="chat" aria-label="Chat">
+      <div class="messages" ref=${list} onScroll=${onScroll} role="log" aria-live="polite" aria-relevant="additions">
+        ${s.more && html`<button class="link older" onClick=${() => s.older()}>Load older messages</button>`}
+        ${visible.map((m, i) => html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${s.calls}
+          prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`)}
+        ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} />`}
+        ${s.approvals.map((a) => html`<${Approval} key=${a.id} a=${a} onError=${onError} />`)}
+        ${s.queued.map((q) => html`<div class="msg user queued" key=${q.message_id}>
+          <div class="bubble">${q.text}</div><div class="meta">Queued: joins the running turn at its next step</div></div>`)}
+        ${busy && live.length === 0 && s.approvals.length === 0 && html`<div class="thinking-dots" aria-label="Working">
+          <span></span><span></span><span></span></div>`}
+        ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
+      </div>
+      <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }} />
+    </section>`;
+}
+
+function precedingUser(msgs, i) {
+  for (let j = i - 1; j >= 0; j--) if (msgs[j].role === "user") return msgs[j];
+  return null;
+}
+
+// ---------------------------------------------------------------- messages
+
+function Message({ m, session, results, calls, prevUser, last, busy, onError, reload }) {
+  const [editing, setEditing] = useState(false);
+  const [draft, setDraft] = useState("");
+  const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
+  const images = m.parts.filter((p) => p.type === "image");
+  const act = (f) => f().then(() => reload()).catch((e) => onError(message(e)));
+
+  if (m.role === "user") {
+    return html`
+      <div class="msg user">
+        ${editing
+          ? html`<form class="edit" onSubmit=${(e) => { e.preventDefault(); setEditing(false); act(() => api.edit(session, m.id, draft)); }}>
+              <textarea aria-label="Edit message" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea>
+              <div class="row"><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
+              <button class="primary" type="submit">Save and send</button></div></form>`
+          : html`<div class="bubble">${text}</div>`}
+        ${images.map((p) => html`<img class="attached" alt="An attached image" src=${`data:${p.media_type};base64,${p.data}`} />`)}
+        <div class="meta">
+          <${Versions} m=${m} session=${session} act=${act} />
+          ${!editing && !busy && html`<button class="link" onClick=${() => { setDraft(text); setEditing(true); }}>Edit</button>`}
+        </div>
+      </div>`;
+  }
+  return html`
+    <div class="msg assistant">
+      ${m.parts.map((p, i) => {
+        if (p.type === "text") return html`<${Markdown} key=${i} text=${p.text} />`;
+        if (p.type === "thinking") return html`<${Thinking} key=${i} text=${p.text} />`;
+        if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls.get(p.id)} />`;
+        if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
+        return null;
+      })}
+      ${(last || (m.versions || []).length > 1) && html`<div class="meta">
+        <${Versions} m=${m} session=${session} act=${act} />
+        ${last && prevUser && !busy && html`<button class="link" onClick=${() => act(() => api.regenerate(session, prevUser.id))}>Regenerate</button>`}
+        ${last && !busy && text && html`<button class="link" onClick=${() => navigator.clipboard && navigator.clipboard.writeText(text)}>Copy</button>`}
+      </div>`}
+    </div>`;
+}
+
+function Versions({ m, session, act }) {
+  const v = m.versions || [];
+  if (v.length < 2) return null;
+  const i = v.indexOf(m.id);
+  return html`<span class="versions" role="group" aria-label="Versions">
+    <button class="icon" aria-label="Previous version" disabled=${i <= 0} onClick=${() => act(() => api.branch(session, v[i - 1]))}>‹</button>
+    <span>${i + 1}/${v.length}</span>
+    <button class="icon" aria-label="Next version" disabled=${i >= v.length - 1} onClick=${() => act(() => api.branch(session, v[i + 1]))}>›</button>
+  </span>`;
+}
+
+// Markdown renders text; while it streams it is rendered at most once a
+// frame.
+function Markdown({ text }) {
+  const el = useRef(null);
+  const [shown, setShown] = useState(text);
+  useEffect(() => {
+    if (text === shown) return;
+    const f = requestAnimationFrame(() => setShown(text));
+    return () => cancelAnimationFrame(f);
+  }, [text]);
+  const out = useMemo(() => markdown(shown), [shown]);
+  useLayoutEffect(() => {
+    if (!el.current) return;
+    linkPaths(el.current);
+    highlight(el.current);
+  }, [out]);
+  return html`<div class="md" ref=${el} dangerouslySetInnerHTML=${{ __html: out }}></div>`;
+}
+
+function Thinking({ text }) {
+  return html`<details class="thinking"><summary>Thinking</summary><div class="thinking-text">${text}</div></details>`;
+}
+
+function Live({ segments, calls }) {
+  return html`<div class="msg assistant live" aria-busy="true">
+    ${segments.map((s, i) => {
+      if (s.kind === "text") return html`<${Markdown} key=${"t" + i} text=${s.text} />`;
+      if (s.kind === "thinking") return html`<${Thinking} key=${"k" + i} text=${s.text} />`;
+      return html`<${ToolCard} key=${s.id} call=${s} live=${calls.get(s.id)} />`;
+    })}
+  </div>`;
+}
+
+// summary is what a collapsed card says a call does.
+function summary(call) {
+  const input = call.input || {};
+  if (typeof input === "object") {
+    if (input.tool_title) return input.tool_title;
+    if (input.command) return input.command;
+    if (input.path) return input.path;
+    if (input.url) return input.url;
+  }
+  const s = typeof input === "string" ? input : JSON.stringify(input);
+  return s.length > 200 ? s.slice(0, 200) + "…" : s;
+}
+
+function ToolCard({ call, result, live }) {
+  const info = live || {};
+  const labels = call.labels || info.labels || [];
+  const running = info.running && !result;
+  const exit = call.exit_code ?? info.exit_code;
+  const duration = call.duration_ms ?? info.duration_ms;
+  const isError = result ? result.is_error : info.is_error;
+  let output = info.output;
+  if (output === undefined && result) output = (result.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
+  const offload = output && /\/den\/offloads\/[^\s)'"]+/.exec(output);
+  return html`
+    <details class=${"tool" + (isError ? " failed" : "") + (running ? " running" : "")}>
+      <summary>
+        <span class="tool-name">${call.name}</span>
+        <code class="tool-cmd">${summary(call)}</code>
+        <span class="tool-facts">
+          ${labels.map((l) => html`<span class="label">${l}</span>`)}
+          ${running && html`<span class="label run">running</span>`}
+          ${exit !== undefined && exit !== null && html`<span class=${"label" + (exit ? " bad" : "")}>exit ${exit}</span>`}
+          ${duration !== undefined && duration !== null && html`<span class="label">${formatDuration(duration)}</span>`}
+        </span>
+      </summary>
+      ${call.input && typeof call.input === "object" && call.input.command && (call.input.command.length > 60 || call.input.command.includes("\n")) &&
+        html`<pre class="tool-input">${call.input.command}</pre>`}
+      ${output !== undefined && html`<pre class="tool-output">${output}</pre>`}
+      ${offload && html`<p class="offload">The full output is in the computer at <code>${offload[0]}</code>.</p>`}
+    </details>`;
+}
+
+function formatDuration(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+// ---------------------------------------------------------------- approvals
+
+function Approval({ a, onError }) {
+  const [sent, setSent] = useState(false);
+  const answer = (decision, scope) => {
+    setSent(true);
+    api.answer(a.id, decision, scope).catch((e) => {
+      setSent(false);
+      // Answered elsewhere first: the event that says so removes it.
+      if (!(e instanceof ApiError && e.status === 409)) onError(message(e));
+    });
+  };
+  const scopes = a.scopes || ["once", "session", "always"];
+  const args = Array.isArray(a.args) ? a.args.join(" ") : "";
+  return html`
+    <div class="approval" role="group" aria-label="Approval needed">
+      <p class="question">${a.question || `Allow ${a.command}?`}</p>
+      ${(a.command || args) && html`<pre class="approval-cmd">${[a.command, args].filter(Boolean).join(" ")}</pre>`}
+      <div class="row">
+        ${scopes.includes("once") && html`<button class="primary" disabled=${sent} onClick=${() => answer("allow", "once")}>Allow once</button>`}
+        ${scopes.includes("session") && html`<button disabled=${sent} onClick=${() => answer("allow", "session")}>Allow for this session</button>`}
+        ${scopes.includes("always") && html`<button disabled=${sent} onClick=${() => answer("allow", "always")}>Always allow</button>`}
+        <button class="danger" disabled=${sent} onClick=${() => answer("deny")}>Deny</button>
+      </div>
+    </div>`;
+}
+
+// ---------------------------------------------------------------- the composer
+
+function Composer({ id, busy, onError, onSent }) {
+  const [text, setText] = useState(() => sessionStorage.getItem("den.draft." + id) || "");
+  const [files, setFiles] = useState([]);
+  const [sending, setSending] = useState(false);
+  const area = useRef(null);
+  const picker = useRef(null);
+
+  useEffect(() => sessionStorage.setItem("den.draft." + id, text), [text, id]);
+  useLayoutEffect(() => {
+    const el = area.current;
+    if (!el) return;
+    el.style.height = "auto";
+    el.style.height = Math.min(el.scrollHeight, window.innerHeight * 0.4) + "px";
+  }, [text]);
+
+  const send = async () => {
+    const t = text.trim();
+    if ((!t && !files.length) || sending) return;
+    setSending(true);
+    try {
+      let names = [];
+      if (files.length) {
+        const r = await api.attach(id, files);
+        names = (r.attachments || []).map((a) => a.name);
+      }
+      await api.send(id, t, names);
+      setText("");
+      setFiles([]);
+      onSent();
+    } catch (e) {
+      onError(message(e));
+    } finally {
+      setSending(false);
+    }
+  };
+  const onKey = (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing && desktop()) {
+      e.preventDefault();
+      send();
+    }
+  };
+  const add = (list) => setFiles((f) => [...f, ...[...list].filter((x) => x.size >= 0)]);
+  const onPaste = (e) => {
+    const items = [...(e.clipboardData?.files || [])];
+    if (items.length) {
+      e.preventDefault();
+      add(items);
+    }
+  };
+  const onDrop = (e) => {
+    e.preventDefault();
+    if (e.dataTransfer?.files?.length) add(e.dataTransfer.files);
+  };
+
+  return html`
+    <form class="composer" onSubmit=${(e) => { e.preventDefault(); send(); }} onDragOver=${(e) => e.preventDefault()} onDrop=${onDrop}>
+      ${files.length > 0 && html`<ul class="files">${files.map((f, i) => html`<li key=${i}>${f.name || "pasted file"}
+        <button type="button" class="icon" aria-label=${"Remove " + (f.name || "file")} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>×</button></li>`)}</ul>`}
+      <div class="row">
+        <button type="button" class="icon" aria-label="Attach" onClick=${() => picker.current.click()}>${icon(ICONS.attach)}</button>
+        <input ref=${picker} type="file" multiple hidden accept="image/*,audio/*,video/*,application/pdf,text/*,*/*"
+          onChange=${(e) => { add(e.target.files); e.target.value = ""; }} />
+        <textarea id="composer" ref=${area} rows="1" aria-label="Message" placeholder=${busy ? "Add to the running turn…" : "Message den"}
+          value=${text} onInput=${(e) => setText(e.target.value)} onKeyDown=${onKey} onPaste=${onPaste}></textarea>
+        ${busy && html`<button type="button" class="icon stop" aria-label="Stop" onClick=${() => api.cancel(id).catch((e) => onError(message(e)))}>${icon(ICONS.stop)}</button>`}
+        <button type="submit" class="icon send" aria-label="Send" disabled=${sending || (!text.trim() && !files.length)}>${icon(ICONS.send)}</button>
+      </div>
+    </form>`;
+}
+
+const root = document.getElementById("app");
+root.textContent = "";
+mount(html`<${App} />`, root);
+
+if ("serviceWorker" in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register("/sw.js").catch(() => {});
+}
