@@ -7,11 +7,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/sandbox/sandboxtest"
@@ -341,3 +345,78 @@ func TestWebVersions(t *testing.T) {
 	b.waitText(".msg.assistant .md", "First answer.")
 	b.waitText(".msg.assistant .versions", "1/2")
 }
+
+// TestWebFilesAndTerminal: a file uploaded in the files panel is listed
+// and is in the computer, where the terminal reads it; the terminal
+// closed and opened again is the same shell.
+func TestWebFilesAndTerminal(t *testing.T) {
+	for _, sc := range []screen{desktopScreen, phoneScreen} {
+		t.Run(sc.name, func(t *testing.T) {
+			d := newDen(t)
+			serveConfig(t, d, "")
+			p := startServe(t, d, llmtest.NewAnthropic(t))
+			b := openBrowser(t, p, sc)
+			id := b.newChat()
+			local := filepath.Join(t.TempDir(), "notes.txt")
+			if err := os.WriteFile(local, []byte("from the phone\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Files"]`)))
+			b.waitText(".files-panel", "This folder is empty.")
+			b.run(chromedp.SetUploadFiles(chromedp.CSS(`input[aria-label="Upload files"]`), []string{local}))
+			b.waitText(".entries .entry-name", "notes.txt")
+			b.run(chromedp.Click(chromedp.Search(`//button[.//span[text()="notes.txt"]]`)))
+			b.waitText(".preview-text", "from the phone")
+			b.shot("files")
+			if resp, body := p.raw(t, "GET", "/api/v1/sessions/"+id+"/files/notes.txt", "", nil); resp.StatusCode != http.StatusOK || string(body) != "from the phone\n" {
+				t.Errorf("the uploaded file in the computer: %d %q", resp.StatusCode, body)
+			}
+
+			b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Close panel"]`)), chromedp.Click(chromedp.CSS(`button[aria-label="Terminal"]`)))
+			b.run(chromedp.WaitVisible(chromedp.CSS(`.term .xterm-rows`)))
+			b.typeTerminal("cat /workspace/notes.txt; echo pid=$((1000+$$))\r")
+			rows := b.waitText(".term .xterm-rows", "pid=10")
+			b.shot("terminal")
+			pid := shellPid.FindString(rows)
+			if !strings.Contains(rows, "from the phone") {
+				t.Errorf("the terminal did not read the file:\n%s", rows)
+			}
+			b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Close panel"]`)))
+			b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Terminal"]`)))
+			b.typeTerminal("echo pid=$((1000+$$)) again\r")
+			rows = b.waitText(".term .xterm-rows", "again")
+			if got := shellPid.FindAllString(rows, -1); pid == "" || len(got) < 2 || got[len(got)-1] != pid {
+				t.Errorf("the shell changed when the panel closed: pid %q, then %q", pid, got)
+			}
+		})
+	}
+}
+
+// typeTerminal types keys into the terminal as a keyboard does: a key
+// down that carries its text, which the browser turns into a keypress
+// unless the page took the key down, then a key up. (chromedp's
+// KeyEvent sends a separate char event too, which arrives even when the
+// page took the key down: xterm.js, which does, would get every
+// character twice.)
+func (b *browser) typeTerminal(keys string) {
+	b.t.Helper()
+	b.run(chromedp.Click(chromedp.CSS(`.term .xterm-screen`)), chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		for _, r := range keys {
+			for _, k := range kb.Encode(r) {
+				switch k.Type {
+				case kb.KeyChar:
+					continue
+				case kb.KeyDown:
+					k.Text, k.UnmodifiedText = string(r), string(r)
+				}
+				if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, *k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+}
+
+// shellPid finds what echo pid=$((1000+$$)) prints.
+var shellPid = regexp.MustCompile(`pid=1\d{3}`)

@@ -21,7 +21,8 @@ type Upload struct {
 // becomes the regular file at path in the workspace (mode 0644), the
 // folders on the way made as needed (mode 0755), all of them the
 // computer's (Folders.Owner). It answers 201 with an Upload for a new
-// file, 200 for one replaced.
+// file, 200 for one replaced. A path ending in "/" with an empty body
+// makes that folder instead.
 func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 	max := h.limit()
 	auth.LimitBody(w, r, max)
@@ -33,8 +34,9 @@ func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 	if len(comps) == 0 {
 		return conflict("%s is a folder: PUT a file's path beneath it", workspace)
 	}
-	if strings.HasSuffix(rel, "/") {
-		return badRequest("%q ends in \"/\": PUT takes a file's path", rel)
+	folder := strings.HasSuffix(rel, "/")
+	if folder && r.ContentLength != 0 {
+		return badRequest("%q ends in \"/\": a folder is made with an empty body; PUT a file's path to upload", rel)
 	}
 	if err := tooLong(r, max); err != nil {
 		return err
@@ -44,6 +46,9 @@ func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	if folder {
+		return makeFolder(w, root, comps, folders.Owner)
+	}
 
 	parents, name := comps[:len(comps)-1], comps[len(comps)-1]
 	c, err := mkdirs(root, parents, folders.Owner)
@@ -69,6 +74,22 @@ func (h *Handler) Put(w http.ResponseWriter, r *http.Request) error {
 		status = http.StatusOK
 	}
 	return reply.JSON(w, status, Upload{Path: shown(workspace, comps...), Size: n})
+}
+
+// makeFolder makes the folder comps and those on its way: 201 when it
+// made the last, 200 when it was there.
+func makeFolder(w http.ResponseWriter, root *hostfs.Dir, comps []string, owner *hostfs.Owner) error {
+	c, err := mkdirs(root, comps, owner)
+	defer c.close()
+	if err != nil {
+		c.undo()
+		return err
+	}
+	status := http.StatusOK
+	if c.made[len(c.made)-1] {
+		status = http.StatusCreated
+	}
+	return reply.JSON(w, status, Upload{Path: shown(workspace, comps...)})
 }
 
 // replaces checks what is at name in dir, shown as shown: it reports

@@ -150,3 +150,29 @@ func TestPutTooLarge(t *testing.T) {
 		t.Errorf("PUT of exactly the limit: %d %s", resp.StatusCode, resp.body)
 	}
 }
+
+// TestPutFolder: a path ending in "/" with an empty body makes the
+// folder (201, the computer's), again is 200, through a planted link is
+// refused, and with a body is a bad request.
+func TestPutFolder(t *testing.T) {
+	e := newEnv(t)
+	if resp := e.do(t, "PUT", "s1/files/docs/notes/", strings.NewReader("")); resp.StatusCode != http.StatusCreated || !strings.Contains(resp.body, `"/workspace/docs/notes"`) {
+		t.Fatalf("mkdir: %d %s", resp.StatusCode, resp.body)
+	}
+	e.ownedBy(t, filepath.Join(e.ws, "docs/notes"), 0o755|os.ModeDir)
+	if resp := e.do(t, "PUT", "s1/files/docs/notes/", strings.NewReader("")); resp.StatusCode != http.StatusOK {
+		t.Errorf("mkdir again: %d %s", resp.StatusCode, resp.body)
+	}
+	if err := os.Symlink("/etc", filepath.Join(e.ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.do(t, "PUT", "s1/files/link/x/", strings.NewReader("")); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("mkdir through a link: %d %s", resp.StatusCode, resp.body)
+	}
+	if _, err := os.Lstat("/etc/x"); err == nil {
+		t.Fatal("a folder was made through the link")
+	}
+	if resp := e.do(t, "PUT", "s1/files/docs/other/", strings.NewReader("data")); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("mkdir with a body: %d %s", resp.StatusCode, resp.body)
+	}
+}

@@ -7,6 +7,8 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState, useCallback } fr
 import htm from "htm";
 import { api, follow, ApiError } from "/app/api.js";
 import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
+import { Files } from "/app/files.js";
+import { Terminal } from "/app/terminal.js";
 
 const html = htm.bind(h);
 
@@ -18,6 +20,9 @@ const ICONS = {
   attach: "M21 11.5 12.5 20a5 5 0 0 1-7-7l9-9a3.5 3.5 0 0 1 5 5l-9 9a2 2 0 0 1-3-3l8-8",
   send: "M4 12 20 4l-6 16-3-7z",
   stop: "M7 7h10v10H7z",
+  files: "M3 7a2 2 0 0 1 2-2h4l2 2h8a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2z",
+  terminal: "M4 5h16v14H4zM7 9l3 3-3 3M12 15h5",
+  close: "M6 6l12 12M18 6 6 18",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
 
@@ -32,6 +37,7 @@ function App() {
   const [drawer, setDrawer] = useState(false);
   const [conn, setConn] = useState("live");
   const [error, setError] = useState("");
+  const [panel, setPanel] = useState(null); // "files", "terminal" or null
 
   const loadSessions = useCallback(async () => {
     try {
@@ -78,6 +84,7 @@ function App() {
     location.hash = id;
     setCurrent(id);
     setDrawer(false);
+    setPanel(null);
   };
   const newChat = async () => {
     try {
@@ -137,10 +144,15 @@ function App() {
           <button class="icon menu" aria-label="Sessions" onClick=${() => setDrawer(!drawer)}>${icon(ICONS.menu)}</button>
           <h1>${(sessions.find((s) => s.id === current) || {}).title || "den"}</h1>
           ${conn !== "live" && html`<span class="conn" role="status">${conn === "reconnecting" ? "Reconnecting…" : "Offline"}</span>`}
+          ${current && html`
+            <button class=${"icon" + (panel === "files" ? " on" : "")} aria-label="Files" aria-pressed=${panel === "files"}
+              onClick=${() => setPanel(panel === "files" ? null : "files")}>${icon(ICONS.files)}</button>
+            <button class=${"icon" + (panel === "terminal" ? " on" : "")} aria-label="Terminal" aria-pressed=${panel === "terminal"}
+              onClick=${() => setPanel(panel === "terminal" ? null : "terminal")}>${icon(ICONS.terminal)}</button>`}
         </header>
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
         ${current
-          ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} />`
+          ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel} />`
           : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>
               <button class="primary" onClick=${newChat}>New chat</button></div>`}
       </main>
@@ -303,8 +315,24 @@ function useSession(id, onError) {
   return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, reload };
 }
 
-function Chat({ id, onError, onTitle }) {
+function Chat({ id, onError, onTitle, panel, setPanel }) {
   const s = useSession(id, onError);
+  const [termOpened, setTermOpened] = useState(false);
+  const [filesAt, setFilesAt] = useState(undefined);
+  useEffect(() => {
+    if (panel === "terminal") setTermOpened(true);
+  }, [panel]);
+  // A path in the agent's text opens the files panel there.
+  const onClick = (e) => {
+    const a = e.target.closest && e.target.closest("a[data-den-path]");
+    if (!a) return;
+    e.preventDefault();
+    const p = a.getAttribute("data-den-path");
+    if (p.startsWith("/workspace/")) {
+      setFilesAt(p.slice("/workspace/".length));
+      setPanel("files");
+    }
+  };
   const list = useRef(null);
   const stick = useRef(true);
   const busy = s.status === "running" || s.status === "waiting" || s.status === "queued";
@@ -353,8 +381,9 @@ function Chat({ id, onError, onTitle }) {
 
   const visible = s.messages.filter((m) => m.role !== "tool" && !(m.role === "user" && m.parts.every((p) => p.type === "tool_result")));
   return html`
-    <section class="chat" aria-label="Chat">
-      <div class="messages" ref=${list} onScroll=${onScroll} role="log" aria-live="polite" aria-relevant="additions">
+    <section class=${"chat" + (panel ? " with-panel" : "")} aria-label="Chat">
+      <div class="chat-main">
+      <div class="messages" ref=${list} onScroll=${onScroll} onClick=${onClick} role="log" aria-live="polite" aria-relevant="additions">
         ${s.more && html`<button class="link older" onClick=${() => s.older()}>Load older messages</button>`}
         ${visible.map((m, i) => html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${s.calls}
           prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`)}
@@ -367,6 +396,16 @@ function Chat({ id, onError, onTitle }) {
         ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
       </div>
       <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }} />
+      </div>
+      ${(panel || termOpened) && html`
+        <aside class=${"panel" + (panel ? "" : " hidden")} aria-label=${panel === "terminal" ? "Terminal" : "Files"}>
+          <header class="panel-top">
+            <h2>${panel === "terminal" ? "Terminal" : "Files"}</h2>
+            <button class="icon" aria-label="Close panel" onClick=${() => setPanel(null)}>${icon(ICONS.close)}</button>
+          </header>
+          ${panel === "files" && html`<${Files} id=${id} onError=${onError} start=${filesAt} />`}
+          ${termOpened && html`<div class="panel-term" hidden=${panel !== "terminal"}><${Terminal} id=${id} visible=${panel === "terminal"} /></div>`}
+        </aside>`}
     </section>`;
 }
 
