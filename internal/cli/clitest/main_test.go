@@ -33,7 +33,7 @@ func runMain(m *testing.M) int {
 
 // newDen returns a den of the test's own, once the tools every computer
 // needs are there: bwrap for the sandbox, busybox for --rootfs busybox.
-func newDen(t *testing.T) *Den {
+func newDen(t testing.TB) *Den {
 	t.Helper()
 	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")

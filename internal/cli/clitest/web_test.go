@@ -26,7 +26,7 @@ import (
 type browser struct {
 	ctx context.Context
 	p   *daemonProc
-	t   *testing.T
+	t   testing.TB
 }
 
 // screen sizes the tests run at: a desktop, and a phone with touch.
@@ -41,7 +41,7 @@ var (
 	phoneScreen   = screen{"phone", 390, 844, true}
 )
 
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium-headless-shell", "chromium"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -52,7 +52,7 @@ func chromium(t *testing.T) string {
 }
 
 // openBrowser starts Chromium at sc's size and signs it in to p.
-func openBrowser(t *testing.T, p *daemonProc, sc screen) *browser {
+func openBrowser(t testing.TB, p *daemonProc, sc screen) *browser {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -134,6 +134,12 @@ func eval[T any](b *browser, js string) T {
 		b.t.Fatalf("evaluate %s: %v", js, err)
 	}
 	return v
+}
+
+// exec runs the JavaScript js on the page.
+func (b *browser) exec(js string) {
+	b.t.Helper()
+	eval[any](b, js+"; null")
 }
 
 // newChat starts a chat in the app and returns its session id.
