@@ -144,7 +144,15 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
 	for k := range req.Set {
 		keys = append(keys, k)
 	}
-	sort.Strings(keys)
+	// A table's type comes before its other keys: a provider is only
+	// valid once it has one.
+	sort.Slice(keys, func(i, j int) bool {
+		ti, tj := strings.HasSuffix(keys[i], ".type"), strings.HasSuffix(keys[j], ".type")
+		if ti != tj {
+			return ti
+		}
+		return keys[i] < keys[j]
+	})
 	type change struct {
 		Key string `json:"key"`
 		Old string `json:"old"`

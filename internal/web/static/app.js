@@ -9,6 +9,7 @@ import { api, follow, ApiError } from "/app/api.js";
 import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
+import { Settings } from "/app/settings.js";
 
 const html = htm.bind(h);
 
@@ -23,6 +24,7 @@ const ICONS = {
   files: "M3 7a2 2 0 0 1 2-2h4l2 2h8a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2z",
   terminal: "M4 5h16v14H4zM7 9l3 3-3 3M12 15h5",
   close: "M6 6l12 12M18 6 6 18",
+  settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
 
@@ -38,6 +40,7 @@ function App() {
   const [conn, setConn] = useState("live");
   const [error, setError] = useState("");
   const [panel, setPanel] = useState(null); // "files", "terminal" or null
+  const [settings, setSettings] = useState(false);
 
   const loadSessions = useCallback(async () => {
     try {
@@ -126,6 +129,7 @@ function App() {
         </div>
         <input id="search" type="search" placeholder="Search" aria-label="Search sessions" value=${query}
           onInput=${(e) => setQuery(e.target.value)} />
+        <button class="settings-open" onClick=${() => { setSettings(true); setDrawer(false); }}>${icon(ICONS.settings)} Settings</button>
         <ul class="sessions">
           ${sessions.map((s) => html`
             <li key=${s.id}>
@@ -151,6 +155,7 @@ function App() {
               onClick=${() => setPanel(panel === "terminal" ? null : "terminal")}>${icon(ICONS.terminal)}</button>`}
         </header>
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
+        ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel} />`
           : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>
