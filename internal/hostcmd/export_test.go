@@ -14,3 +14,10 @@ func Buffered(l *Listener) int64 {
 	defer l.stdin.mu.Unlock()
 	return l.limits.MaxBufferedBytes - l.stdin.free
 }
+
+// Refusing is how many refused calls l is still reading the name of.
+func Refusing(l *Listener) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.adm.refusing
+}
