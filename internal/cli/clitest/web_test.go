@@ -246,6 +246,8 @@ func TestWebApproval(t *testing.T) {
 	b.shot("approval")
 	b.run(chromedp.Click(chromedp.Search(`//button[text()="Allow once"]`)))
 	b.waitText(".msg.assistant .md", "Notified you.")
+	// den-notify reached the page.
+	b.waitText(".toast", "hi from-the-web")
 	left := eval[int](b, `document.querySelectorAll(".approval").length`)
 	if left != 0 {
 		t.Errorf("%d approvals still shown after the answer", left)

@@ -41,6 +41,7 @@ function App() {
   const [error, setError] = useState("");
   const [panel, setPanel] = useState(null); // "files", "terminal" or null
   const [settings, setSettings] = useState(false);
+  const [toasts, setToasts] = useState([]);
 
   const loadSessions = useCallback(async () => {
     try {
@@ -70,6 +71,14 @@ function App() {
       if (e.type === "message" || e.type === "session") {
         clearTimeout(refresh);
         refresh = setTimeout(loadSessions, 300);
+      }
+      if (e.type === "notify") {
+        // den-notify: a notification of the system when the page is
+        // hidden, a note on the page when it is seen.
+        if (document.hidden) notify(e.title || "den", e.message || "");
+        const t = { id: e.event_id, title: e.title, message: e.message };
+        setToasts((list) => [...list.slice(-2), t]);
+        setTimeout(() => setToasts((list) => list.filter((x) => x !== t)), 8000);
       }
       if (document.hidden && e.type === "approval_request") notify("den needs your approval", e.question || e.command);
       if (document.hidden && e.type === "status" && e.status === "idle") notify("den is done", "");
@@ -143,6 +152,10 @@ function App() {
         </ul>
       </aside>
       <div class="scrim" onClick=${() => setDrawer(false)} aria-hidden="true"></div>
+      <div class="toasts" role="status" aria-live="polite">
+        ${toasts.map((t) => html`<div class="toast" key=${t.id}><strong>${t.title}</strong> ${t.message}
+          <button class="link" onClick=${() => setToasts((list) => list.filter((x) => x !== t))}>Dismiss</button></div>`)}
+      </div>
       <main class="main">
         <header class="topbar">
           <button class="icon menu" aria-label="Sessions" onClick=${() => setDrawer(!drawer)}>${icon(ICONS.menu)}</button>
