@@ -474,3 +474,50 @@ func TestWebSettings(t *testing.T) {
 		t.Error("GET /api/v1/config shows the key")
 	}
 }
+
+// TestWebAttachments: files picked in the composer go to the computer's
+// /den/attachments with the message; audio plays inline, an image is
+// shown, another file is a link, and the model is told where they are.
+func TestWebAttachments(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "I have them."})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, phoneScreen)
+	id := b.newChat()
+	dir := t.TempDir()
+	files := map[string][]byte{"memo.ogg": []byte("OggS\x00\x02fake-audio"), "square.png": redSquarePNG, "report.csv": []byte("a,b\n1,2\n")}
+	var paths []string
+	for name, data := range files {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	b.run(chromedp.SetUploadFiles(chromedp.CSS(`.composer input[type="file"]`), paths))
+	b.waitText(".composer .files", "report.csv")
+	b.send("here are my files")
+	b.waitText(".msg.assistant .md", "I have them.")
+	b.waitText(".msg.user .bubble", "here are my files")
+	b.waitText(".msg.user .attached-file", "report.csv")
+	if n := eval[int](b, `document.querySelectorAll(".msg.user audio.attached").length`); n != 1 {
+		t.Errorf("%d audio players", n)
+	}
+	if n := eval[int](b, `document.querySelectorAll(".msg.user img.attached").length`); n != 1 {
+		t.Errorf("%d images", n)
+	}
+	if bubble := eval[string](b, `document.querySelector(".msg.user .bubble").textContent`); strings.Contains(bubble, "[attached:") {
+		t.Errorf("the bubble shows den's attachment lines: %q", bubble)
+	}
+	b.shot("attachments")
+	last := fake.Requests()[len(fake.Requests())-1].Body
+	for name := range files {
+		if !strings.Contains(string(last), "/den/attachments/"+name) {
+			t.Errorf("the model was not told of %s", name)
+		}
+	}
+	if resp, body := p.raw(t, "GET", "/api/v1/sessions/"+id+"/attachments/report.csv", "", nil); resp.StatusCode != http.StatusOK || string(body) != "a,b\n1,2\n" {
+		t.Errorf("the attachment in the computer: %d %q", resp.StatusCode, body)
+	}
+}

@@ -80,6 +80,7 @@ func newEnv(t *testing.T) *env {
 	mux.HandleFunc("GET /api/v1/sessions/{id}/files/{path...}", answer(e.h.Get))
 	mux.HandleFunc("PUT /api/v1/sessions/{id}/files/{path...}", answer(e.h.Put))
 	mux.HandleFunc("POST /api/v1/sessions/{id}/attachments", answer(e.h.Attach))
+	mux.HandleFunc("GET /api/v1/sessions/{id}/attachments/{name}", answer(e.h.GetAttachment))
 	g, err := auth.New(auth.Options{
 		DataDir: t.TempDir(),
 		Env:     func(string) string { return "" },

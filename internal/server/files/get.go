@@ -198,3 +198,27 @@ func disposition(inline bool, name string) string {
 	}
 	return kind
 }
+
+// GetAttachment answers GET (and HEAD) /api/v1/sessions/{id}/attachments/{name}:
+// a file the session was given, as Get answers a file.
+func (h *Handler) GetAttachment(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	comps, err := split(name)
+	if err != nil {
+		return err
+	}
+	if len(comps) != 1 {
+		return badRequest("%q: name one file of %s", name, attachments)
+	}
+	dir, _, err := h.folder(r, attachments)
+	if err != nil {
+		return refusal(err)
+	}
+	defer dir.Close()
+	f, err := dir.Open(comps[0])
+	if err != nil {
+		return refusal(err)
+	}
+	defer f.Close()
+	return serve(w, r, f, comps[0])
+}

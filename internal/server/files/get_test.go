@@ -265,3 +265,29 @@ func TestGetRefuses(t *testing.T) {
 func urlEscape(name string) string {
 	return strings.NewReplacer("%", "%25", " ", "%20", `"`, "%22", "?", "%3F", "#", "%23").Replace(name)
 }
+
+// TestGetAttachment: a file of /den/attachments comes back as it was
+// given; a link the computer planted there is refused, a missing file
+// is 404, and a path is not a name.
+func TestGetAttachment(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.att, "voice.ogg"), []byte("OggS-data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(e.att, "planted.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.do(t, "GET", "s1/attachments/voice.ogg", nil); resp.StatusCode != http.StatusOK || resp.body != "OggS-data" {
+		t.Errorf("attachment: %d %q", resp.StatusCode, resp.body)
+	}
+	for path, want := range map[string]int{
+		"s1/attachments/planted.txt":    http.StatusForbidden,
+		"s1/attachments/nosuch.png":     http.StatusNotFound,
+		"s1/attachments/..%2fworkspace": http.StatusBadRequest,
+		"s1/attachments/a%2fvoice.ogg":  http.StatusBadRequest,
+	} {
+		if resp := e.do(t, "GET", path, nil); resp.StatusCode != want || strings.Contains(resp.body, "root:") {
+			t.Errorf("GET %s: %d %s, want %d", path, resp.StatusCode, resp.body, want)
+		}
+	}
+}

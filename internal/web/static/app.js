@@ -349,6 +349,8 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
     if (p.startsWith("/workspace/")) {
       setFilesAt(p.slice("/workspace/".length));
       setPanel("files");
+    } else if (p.startsWith("/den/attachments/")) {
+      window.open(attachmentURL(id, p.slice("/den/attachments/".length)) + "?inline=1", "_blank", "noopener");
     }
   };
   const list = useRef(null);
@@ -442,6 +444,7 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
   const act = (f) => f().then(() => reload()).catch((e) => onError(message(e)));
 
   if (m.role === "user") {
+    const { said, attached } = attachments(text);
     return html`
       <div class="msg user">
         ${editing
@@ -449,8 +452,9 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
               <textarea aria-label="Edit message" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea>
               <div class="row"><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
               <button class="primary" type="submit">Save and send</button></div></form>`
-          : html`<div class="bubble">${text}</div>`}
+          : html`<div class="bubble">${said}</div>`}
         ${images.map((p) => html`<img class="attached" alt="An attached image" src=${`data:${p.media_type};base64,${p.data}`} />`)}
+        ${attached.map((a) => html`<${Attached} key=${a.name} a=${a} session=${session} shown=${images.length > 0} />`)}
         <div class="meta">
           <${Versions} m=${m} session=${session} act=${act} />
           ${!editing && !busy && html`<button class="link" onClick=${() => { setDraft(text); setEditing(true); }}>Edit</button>`}
@@ -472,6 +476,37 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
         ${last && !busy && text && html`<button class="link" onClick=${() => navigator.clipboard && navigator.clipboard.writeText(text)}>Copy</button>`}
       </div>`}
     </div>`;
+}
+
+// ATTACHED is the line den adds to a message for each attachment.
+const ATTACHED = /^\[attached: \/den\/attachments\/([^ \]]+) \(([^,)]*)[^\]]*\]$/;
+
+// attachments splits a user message's text into what the user said and
+// the files attached to it.
+function attachments(text) {
+  const attached = [];
+  const said = text.split("\n").filter((line) => {
+    const m = ATTACHED.exec(line.trim());
+    if (m) attached.push({ name: m[1], type: m[2] });
+    return !m;
+  }).join("\n").trim();
+  return { said, attached };
+}
+
+export function attachmentURL(session, name) {
+  return `/api/v1/sessions/${encodeURIComponent(session)}/attachments/${encodeURIComponent(name)}`;
+}
+
+// Attached is an attachment as a message shows it: audio and video play
+// inline, an image the message does not carry is shown from the
+// computer, anything else is a link.
+function Attached({ a, session, shown }) {
+  const url = attachmentURL(session, a.name);
+  if (a.type.startsWith("audio/")) return html`<audio class="attached" controls preload="metadata" src=${url} aria-label=${a.name}></audio>`;
+  if (a.type.startsWith("video/")) return html`<video class="attached" controls preload="metadata" src=${url} aria-label=${a.name}></video>`;
+  if (a.type.startsWith("image/") && !shown) return html`<img class="attached" alt=${a.name} src=${url + "?inline=1"} />`;
+  if (a.type.startsWith("image/")) return null;
+  return html`<a class="attached-file" href=${url} download>${a.name}</a>`;
 }
 
 function Versions({ m, session, act }) {
