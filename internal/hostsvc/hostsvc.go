@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"den.dev/den/internal/hostcmd"
@@ -102,6 +103,9 @@ type Service struct {
 	Files interface {
 		ReadFile(guestPath string) ([]byte, error)
 	}
+	// Device reaches the user's browser (den-location); nil where no web
+	// face can be connected (den run).
+	Device Device
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -158,6 +162,8 @@ func Commands() []Command {
 			Parse: (*Service).parseConfig},
 		{Name: "den-clipboard", Usage: "den-clipboard read | write [TEXT]\n  Read or write the host's clipboard (write reads standard input without TEXT).",
 			Parse: (*Service).parseClipboard},
+		{Name: "den-location", Usage: "den-location [--timeout 30s]\n  Ask the user's browser (den open on their phone) where it is: latitude, longitude and accuracy in meters.",
+			Parse: (*Service).parseLocation},
 		{Name: "den-speak", Usage: "den-speak [--voice V] TEXT\n  Speak TEXT into an audio file in /den/attachments and play it to the user.",
 			Parse: (*Service).parseSpeak},
 	}
@@ -232,6 +238,19 @@ func (f *flags) Int(name, usage string) *int {
 		*p = n
 		return nil
 	}}, name, usage)
+	return p
+}
+
+func (f *flags) Duration(name string, def time.Duration) *time.Duration {
+	p := &def
+	f.fs.Var(&onceValue{f: f, name: name, apply: func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("not a duration such as 30s")
+		}
+		*p = d
+		return nil
+	}}, name, "")
 	return p
 }
 

@@ -2,9 +2,12 @@ package hostsvc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+
+	"den.dev/den/internal/hostcmd"
 )
 
 type fakeSessions struct{ sent []string }
@@ -140,5 +143,61 @@ func TestCommands(t *testing.T) {
 	}
 	if r := run(t, s, "den-speak", []string{"hello"}, ""); r.Code != CodeNotAvailable {
 		t.Errorf("speak without espeak-ng: %+v", r)
+	}
+}
+
+// TestEveryCommandIsLinked: each command and alias has its link in the
+// computer, or the agent would get "not found" for it.
+func TestEveryCommandIsLinked(t *testing.T) {
+	linked := map[string]bool{}
+	for _, n := range hostcmd.LinkNames() {
+		linked[n] = true
+	}
+	for _, c := range Commands() {
+		for _, n := range append([]string{c.Name}, c.Aliases...) {
+			if !linked[n] {
+				t.Errorf("%s has no link in the computer (hostcmd.LinkNames)", n)
+			}
+		}
+	}
+}
+
+// TestLocation: den-location checks its flags, says what to do without
+// a browser, and takes from the browser's answer only a real location.
+func TestLocation(t *testing.T) {
+	answer := json.RawMessage(`{"latitude":52.5,"longitude":13.4,"accuracy_m":20,"extra":"<script>"}`)
+	s := &Service{Device: func(ctx context.Context, session, kind string, args any) (json.RawMessage, error) {
+		if kind != "location" || session != "s1" {
+			t.Errorf("asked %s for %s", kind, session)
+		}
+		return answer, nil
+	}}
+	run := func(args ...string) Result {
+		t.Helper()
+		p, bad := s.parseLocation(&Call{Session: "s1", Args: args})
+		if bad != nil {
+			return *bad
+		}
+		return p.Run(context.Background())
+	}
+	if r := run(); r.Code != "" || r.Data.(map[string]any)["latitude"] != 52.5 || r.Data.(map[string]any)["extra"] != nil {
+		t.Errorf("location: %+v", r)
+	}
+	for _, args := range [][]string{{"--timeout", "0s"}, {"--timeout", "1h"}, {"--timeout", "1s", "--timeout", "2s"}, {"here"}} {
+		if r := run(args...); r.Code != CodeInvalidArgs {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	answer = json.RawMessage(`{"latitude":500,"longitude":1}`)
+	if r := run(); r.Code != CodeInternal {
+		t.Errorf("a latitude of 500: %+v", r)
+	}
+	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) { return nil, ErrNoDevice }
+	if r := run(); r.Code != CodeNotAvailable || !strings.Contains(r.Message, "open den") {
+		t.Errorf("no browser: %+v", r)
+	}
+	s.Device = nil
+	if r := run(); r.Code != CodeNotAvailable {
+		t.Errorf("no web face: %+v", r)
 	}
 }

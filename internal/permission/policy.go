@@ -45,6 +45,7 @@ const (
 	CmdConfig    = "den-config"
 	CmdClipboard = "den-clipboard"
 	CmdSpeak     = "den-speak"
+	CmdLocation  = "den-location"
 )
 
 // defaults are the decisions per trust level, keyed "command" or
@@ -65,6 +66,8 @@ var defaults = map[Trust]map[string]Decision{
 		CmdClipboard + " read":  Ask,
 		CmdClipboard + " write": Allow,
 		CmdSpeak:                Allow,
+		// Where the user is, each time: theirs to say.
+		CmdLocation: Ask,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -80,6 +83,7 @@ var defaults = map[Trust]map[string]Decision{
 		CmdClipboard + " read":  Ask,
 		CmdClipboard + " write": Ask,
 		CmdSpeak:                Allow,
+		CmdLocation:             Ask,
 	},
 }
 

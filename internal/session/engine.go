@@ -48,6 +48,9 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		Prompt: r.prompt,
 		ModeOf: l.mode,
 	}
+	if r.o.Devices {
+		faces.Device = r.devices.Request
+	}
 	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ type Faces struct {
 	Prompt func(ctx context.Context, r *permission.ApprovalRequest) (permission.Answer, error)
 	Mode   permission.Mode
 	ModeOf func() permission.Mode // when set, the mode at each ask
+	// Device reaches the user's connected browsers; nil where there are
+	// none to reach.
+	Device hostsvc.Device
 }
 
 // HostCommands builds the host commands of one session: the gate with
@@ -54,6 +57,7 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Models:      hostModels{res: &models.Resolver{Config: cfg}, allowed: ac.AllowedModels, st: st, session: session},
 		Config:      hostConfig{path: firstNonEmpty(cfg.Path(), config.DefaultPath())},
 		Attachments: filepath.Join(comp.SessionDir(session), "attachments"),
+		Device:      faces.Device,
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {

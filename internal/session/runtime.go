@@ -41,6 +41,9 @@ type Options struct {
 	// running (repaired, then marked interrupted). The daemon watches;
 	// den run does not.
 	Watch bool
+	// Devices lets host commands reach the browsers that connect to
+	// Devices() (den serve's web face).
+	Devices bool
 	// Ask asks a person a den-ask question in the face that started the
 	// runtime (nil: den-ask is not available).
 	Ask func(ctx context.Context, question string, choices []string) (string, error)
@@ -102,6 +105,8 @@ type Runtime struct {
 
 	provision sync.Map // agent name → *sync.Mutex: one opening of its computer at a time
 
+	devices *Devices // the browsers host commands reach (Options.Devices)
+
 	mu      sync.Mutex
 	live    map[string]*live
 	answers map[string]chan permission.Answer // approvals waiting in this process
@@ -153,7 +158,7 @@ func New(o Options) (*Runtime, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &Runtime{o: o, st: o.Store, hub: h, log: o.Log, ctx: ctx, cancel: cancel,
+	r := &Runtime{o: o, st: o.Store, hub: h, log: o.Log, ctx: ctx, cancel: cancel, devices: newDevices(),
 		live: map[string]*live{}, answers: map[string]chan permission.Answer{}}
 	r.cfg.Store(o.Config)
 	if o.Watch {
@@ -466,6 +471,9 @@ func (r *Runtime) Running(sessionID string) bool {
 	l := r.live[sessionID]
 	return l != nil && l.running
 }
+
+// Devices are the browsers host commands reach.
+func (r *Runtime) Devices() *Devices { return r.devices }
 
 // RunningCount is how many sessions run a turn in this process.
 func (r *Runtime) RunningCount() int {

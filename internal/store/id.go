@@ -29,3 +29,7 @@ func newID(t time.Time) string {
 	}
 	return string(b[:])
 }
+
+// NewID returns a new id of the kind the store gives its rows, for
+// things that live outside it (a request to a browser).
+func NewID() string { return newID(time.Now()) }

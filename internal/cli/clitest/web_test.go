@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -519,5 +521,43 @@ func TestWebAttachments(t *testing.T) {
 	}
 	if resp, body := p.raw(t, "GET", "/api/v1/sessions/"+id+"/attachments/report.csv", "", nil); resp.StatusCode != http.StatusOK || string(body) != "a,b\n1,2\n" {
 		t.Errorf("the attachment in the computer: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestWebLocation: den-location answers not_available while no browser
+// has den open, and the location of the browser once one has.
+func TestWebLocation(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "[agents.default.permissions]\n\"den-location\" = \"allow\"\n")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "den-location --timeout 5s")}},
+		llmtest.Turn{Text: "No browser."},
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_2", "den-location")}},
+		llmtest.Turn{Text: "You are in Berlin."})
+	p := startServe(t, d, fake)
+	id := p.api(t, "POST", "/api/v1/sessions", map[string]any{"agent": "default"}, http.StatusCreated)["id"].(string)
+	sent := p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "where am I?"}, http.StatusAccepted)
+	waitIdle(t, p, id, sent["message_id"].(string))
+	if body := string(fake.Requests()[1].Body); !strings.Contains(body, "not_available") || !strings.Contains(body, "no browser with den's web face is connected") {
+		t.Errorf("den-location without a browser: %s", truncateBytes([]byte(body), 800))
+	}
+
+	b := openBrowser(t, p, phoneScreen)
+	lat, lon, acc := 52.52, 13.405, 12.0
+	b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: "geolocation"}, Setting: cdpbrowser.PermissionSettingGranted, Origin: p.url}); err != nil {
+			return err
+		}
+		_, err := cdp.Call(ctx, tg, emulation.SetGeolocationOverride, emulation.SetGeolocationOverrideParams{Latitude: &lat, Longitude: &lon, Accuracy: &acc})
+		return err
+	}))
+	b.run(chromedp.Navigate(p.url + "/#" + id))
+	b.waitText(".msg.assistant .md", "No browser.")
+	b.send("and now?")
+	b.waitText(".msg.assistant .md", "You are in Berlin.")
+	body := string(fake.Requests()[3].Body)
+	if !strings.Contains(body, `\"latitude\": 52.52`) || !strings.Contains(body, `\"longitude\": 13.405`) {
+		t.Errorf("den-location with a browser: %s", truncateBytes([]byte(body), 1200))
 	}
 }

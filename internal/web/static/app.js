@@ -10,6 +10,7 @@ import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { Settings } from "/app/settings.js";
+import { connectDevice } from "/app/device.js";
 
 const html = htm.bind(h);
 
@@ -55,6 +56,7 @@ function App() {
   useEffect(() => {
     api.agents().then((r) => setAgents(r.agents || []), (e) => setError(message(e)));
   }, []);
+  useEffect(() => connectDevice(), []);
   useEffect(() => {
     const t = setTimeout(loadSessions, query ? 200 : 0);
     return () => clearTimeout(t);

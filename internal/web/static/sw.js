@@ -2,7 +2,7 @@
 // styles) so that den opens at once and offline, and never caches the
 // API: sessions, events and files always come from den.
 const CACHE = "den-shell-v1";
-const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/settings.js", "/app/icon.svg",
+const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/settings.js", "/app/device.js", "/app/icon.svg",
   "/app/vendor/preact.module.js", "/app/vendor/hooks.module.js", "/app/vendor/htm.module.js"];
 
 self.addEventListener("install", (e) => {
