@@ -1,57 +1,89 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
+	"sync"
 
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
 )
 
-// deviceStream connects a browser as a device (GET /api/v1/device):
-// host commands' requests come as "request" events, until the browser
-// goes. den-location and the like answer not_available while none is
-// connected.
-func (s *Server) deviceStream(w http.ResponseWriter, r *http.Request) error {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return errors.New("server: the response writer cannot stream")
-	}
-	http.NewResponseController(w).SetWriteDeadline(time.Time{})
+// deviceFeed brings a device stream's requests to its loop, waking it
+// when one comes.
+type deviceFeed struct {
+	mu     sync.Mutex
+	wake   context.CancelFunc // the loop's current wait
+	ready  chan session.DeviceRequest
+	cancel func()
+}
+
+// feedDevice connects the stream's browser as a device until ctx ends.
+func (s *Server) feedDevice(ctx context.Context) *deviceFeed {
 	requests, stop := s.rt.Devices().Connect()
-	defer stop()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": den device stream\n\n")
-	flusher.Flush()
-	ping := time.NewTicker(Heartbeat)
-	defer ping.Stop()
+	f := &deviceFeed{ready: make(chan session.DeviceRequest, 8)}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	f.cancel = func() {
+		cancel()
+		wg.Wait()
+		stop()
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case q := <-requests:
+				select {
+				case f.ready <- q:
+				case <-ctx.Done():
+					return
+				}
+				f.mu.Lock()
+				if f.wake != nil {
+					f.wake()
+				}
+				f.mu.Unlock()
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return f
+}
+
+// send writes the requests that are ready and makes wake the way to end
+// the loop's next wait; false when the client is gone.
+func (f *deviceFeed) send(w http.ResponseWriter, wake context.CancelFunc) bool {
+	f.mu.Lock()
+	f.wake = wake
+	f.mu.Unlock()
+	sent := false
 	for {
 		select {
-		case req := <-requests:
-			data, err := json.Marshal(req)
+		case q := <-f.ready:
+			data, err := json.Marshal(q)
 			if err != nil {
-				return nil
+				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: request\ndata: %s\n\n", data); err != nil {
-				return nil
+			if _, err := fmt.Fprintf(w, "event: device_request\ndata: %s\n\n", data); err != nil {
+				return false
 			}
-		case <-ping.C:
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
-				return nil
+			sent = true
+		default:
+			if sent {
+				if fl, ok := w.(http.Flusher); ok {
+					fl.Flush()
+				}
 			}
-		case <-r.Context().Done():
-			return nil
+			return true
 		}
-		flusher.Flush()
 	}
 }
+
+func (f *deviceFeed) stop() { f.cancel() }
 
 // deviceAnswer takes a browser's answer to a request (POST
 // /api/v1/device/{id}): {"data": ...} or {"error": "what went wrong"}.

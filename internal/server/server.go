@@ -131,7 +131,6 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/approvals", false, s.listApprovals},
 		{"POST", "/api/v1/approvals/{id}", false, s.answerApproval},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
-		{"GET", "/api/v1/device", false, s.deviceStream},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"GET", "/api/v1/usage", false, s.usage},
 		{"GET", "/api/v1/config", false, s.getConfig},

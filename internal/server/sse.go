@@ -25,12 +25,15 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.st.GetSession(r.Context(), id); err != nil {
 		return err
 	}
-	return s.stream(w, r, id, nil)
+	return s.stream(w, r, id, nil, false)
 }
 
 // allEvents streams what a sidebar needs of every session: their
 // status, messages, approvals, notifications and errors, not the text
-// as it streams.
+// as it streams. With ?device=1 the client is also a device: host
+// commands' requests (den-location) come on the same stream, so that a
+// page needs no third connection (a browser opens at most six to a
+// host over HTTP/1.1, for all its tabs).
 func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) error {
 	return s.stream(w, r, "", func(e store.Event) bool {
 		switch e.Type {
@@ -38,7 +41,7 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) error {
 			return false
 		}
 		return true
-	})
+	}, r.URL.Query().Get("device") == "1")
 }
 
 // stream answers r with the events of session ("" for every session)
@@ -46,7 +49,10 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) error {
 // ones, until the client goes. Without either, a session's stream
 // starts at its first event, and the stream of every session at the
 // next one.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string, keep func(store.Event) bool) error {
+//
+// A device stream also carries "device_request" events, without an id
+// (they are not stored: a request lives as long as its command waits).
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string, keep func(store.Event) bool, device bool) error {
 	after, err := lastEventID(r)
 	if err != nil {
 		return err
@@ -78,11 +84,24 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": den event stream\n\n")
 	flusher.Flush()
+	var dev *deviceFeed
+	if device {
+		dev = s.feedDevice(r.Context())
+		defer dev.stop()
+	}
 	for {
 		ctx, cancel := context.WithTimeout(r.Context(), Heartbeat)
+		if dev != nil {
+			if !dev.send(w, cancel) {
+				cancel()
+				return nil
+			}
+		}
 		e, err := sub.Next(ctx)
 		cancel()
 		switch {
+		case errors.Is(err, context.Canceled) && r.Context().Err() == nil:
+			continue // a device request woke the stream
 		case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return nil

@@ -81,8 +81,10 @@ export const api = {
 // its id in .event_id). The browser reconnects by itself, sending
 // Last-Event-ID, so every event arrives once and in order; when it gives
 // up (den answered an error), follow starts again after the last event
-// it saw. onState gets "live", "reconnecting" or "closed".
-export function follow(path, after, onEvent, onState) {
+// it saw. onState gets "live", "reconnecting" or "closed". extra maps
+// the types of events that have no id (device requests) to their
+// handlers.
+export function follow(path, after, onEvent, onState, extra = {}) {
   let last = after;
   let es = null;
   let stopped = false;
@@ -115,6 +117,15 @@ export function follow(path, after, onEvent, onState) {
       onEvent(data);
     };
     for (const type of EVENT_TYPES) es.addEventListener(type, handle);
+    for (const [type, fn] of Object.entries(extra)) {
+      es.addEventListener(type, (m) => {
+        try {
+          fn(JSON.parse(m.data));
+        } catch {
+          /* not JSON: not den's */
+        }
+      });
+    }
   };
   open();
   return {

@@ -10,7 +10,7 @@ import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { Settings } from "/app/settings.js";
-import { connectDevice } from "/app/device.js";
+import { handleDeviceRequest } from "/app/device.js";
 
 const html = htm.bind(h);
 
@@ -56,7 +56,6 @@ function App() {
   useEffect(() => {
     api.agents().then((r) => setAgents(r.agents || []), (e) => setError(message(e)));
   }, []);
-  useEffect(() => connectDevice(), []);
   useEffect(() => {
     const t = setTimeout(loadSessions, query ? 200 : 0);
     return () => clearTimeout(t);
@@ -66,7 +65,7 @@ function App() {
   // The sidebar follows every session's status.
   useEffect(() => {
     let refresh = null;
-    const f = follow("/api/v1/events", 0, (e) => {
+    const f = follow("/api/v1/events?device=1", 0, (e) => {
       if (e.type === "status") {
         setSessions((list) => list.map((s) => (s.id === e.session_id ? { ...s, status: e.status } : s)));
       }
@@ -84,7 +83,7 @@ function App() {
       }
       if (document.hidden && e.type === "approval_request") notify("den needs your approval", e.question || e.command);
       if (document.hidden && e.type === "status" && e.status === "idle") notify("den is done", "");
-    }, setConn);
+    }, setConn, { device_request: handleDeviceRequest });
     return () => f.close();
   }, [loadSessions]);
 

@@ -1,5 +1,6 @@
 // The phone as a device: host commands in the agent's computer
-// (den-location) reach this browser through den. den's permission gate
+// (den-location) reach this browser through den, as device_request
+// events on the page's stream of every session's events. den's permission gate
 // has decided on each request before it comes; the browser's own
 // permission prompt comes on top.
 
@@ -20,20 +21,9 @@ function location(req) {
 
 const handlers = { location };
 
-// connectDevice keeps this browser connected as a device while the page
-// is open (EventSource reconnects by itself).
-export function connectDevice() {
-  const es = new EventSource("/api/v1/device");
-  es.addEventListener("request", (m) => {
-    let req;
-    try {
-      req = JSON.parse(m.data);
-    } catch {
-      return;
-    }
-    const h = handlers[req.kind];
-    if (h) h(req);
-    else answer(req.id, { error: `this page does not know ${req.kind}` });
-  });
-  return () => es.close();
+// handleDeviceRequest does what a request asks, and answers it.
+export function handleDeviceRequest(req) {
+  const h = handlers[req.kind];
+  if (h) h(req);
+  else answer(req.id, { error: `this page does not know ${req.kind}` });
 }
