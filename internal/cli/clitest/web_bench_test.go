@@ -117,6 +117,13 @@ func BenchmarkWebFigures(b *testing.B) {
 		br.run(chromedp.Navigate(p.url + "/#" + id))
 		br.waitText(".msg.assistant .md", "answer 9999:")
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "ms-open-10k")
+		// Scrolling up through older pages: the longest task.
+		br.exec(`window.denLong = 0; new PerformanceObserver((l) => { for (const e of l.getEntries()) denLong = Math.max(denLong, e.duration) }).observe({type: "longtask"})`)
+		for range 10 {
+			br.exec(`document.querySelector(".messages").scrollTop = 0`)
+			time.Sleep(150 * time.Millisecond)
+		}
+		b.ReportMetric(eval[float64](br, `window.denLong`), "ms-longest-task-scrolling")
 		heap := eval[float64](br, `performance.memory ? performance.memory.usedJSHeapSize : 0`)
 		b.ReportMetric(heap/(1<<20), "MB-heap-10k")
 

@@ -61,6 +61,7 @@ func openBrowser(t testing.TB, p *daemonProc, sc screen) *browser {
 		chromedp.NoSandbox, // den's tests run as root; the page is den's own
 		chromedp.WindowSize(int(sc.width), int(sc.height)),
 		chromedp.Flag("lang", "en-US"),
+		chromedp.Flag("enable-precise-memory-info", true), // the heap figure, unrounded
 	)
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
