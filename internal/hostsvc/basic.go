@@ -2,7 +2,9 @@ package hostsvc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -157,45 +159,99 @@ func (s *Service) parseClipboard(c *Call) (*Plan, *Result) {
 	if bad := checkText(action, "the text", text, maxStdin); bad != nil {
 		return nil, bad
 	}
+	// The clipboard is the browser's where den's web face is open and
+	// focused (a phone's), else the host's graphical session's.
 	var read, write []string
+	var noHost string
 	switch {
 	case os.Getenv("WAYLAND_DISPLAY") != "":
 		read, write = []string{"wl-paste", "--no-newline"}, []string{"wl-copy"}
 	case os.Getenv("DISPLAY") != "":
 		read, write = []string{"xclip", "-selection", "clipboard", "-o"}, []string{"xclip", "-selection", "clipboard", "-i"}
 	default:
-		return nil, unavailable(action, "the host has no graphical session, so no clipboard")
+		noHost = "the host has no graphical session, so no clipboard"
 	}
 	argv := read
 	if action == "write" {
 		argv = write
 	}
-	bin, err := s.lookPath(argv[0])
-	if err != nil {
-		return nil, unavailable(action, "%s is not installed on the host (wl-clipboard or xclip)", argv[0])
+	var bin string
+	if noHost == "" {
+		var err error
+		if bin, err = s.lookPath(argv[0]); err != nil {
+			noHost = fmt.Sprintf("%s is not installed on the host (wl-clipboard or xclip)", argv[0])
+		}
+	}
+	if noHost != "" && s.Device == nil {
+		return nil, unavailable(action, "%s", noHost)
 	}
 	return plan(action, "", "", func(ctx context.Context) Result {
+		if action == "write" && len(args) == 0 {
+			b, err := readAll(c.Stdin, maxStdin)
+			if err != nil {
+				return fail(action, CodeInvalidArgs, "reading the text: %v", err)
+			}
+			text = string(b)
+		}
+		if s.Device != nil {
+			r, tried := s.browserClipboard(ctx, c.Session, action, text)
+			switch {
+			case tried && (r.Code == "" || noHost != ""):
+				return r // the browser did it, or could not and the host has none
+			case !tried && noHost != "":
+				return fail(action, CodeNotAvailable, "no browser with den's web face is connected, and %s", noHost)
+			}
+			// No browser, or one that could not: the host's clipboard.
+		}
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, bin, argv[1:]...)
 		if action == "write" {
-			if len(args) == 0 {
-				b, err := readAll(c.Stdin, maxStdin)
-				if err != nil {
-					return fail(action, CodeInvalidArgs, "reading the text: %v", err)
-				}
-				text = string(b)
-			}
 			cmd.Stdin = strings.NewReader(text)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return fail(action, CodeInternal, "%s: %v: %s", argv[0], err, strings.TrimSpace(string(out)))
 			}
-			return ok(action, map[string]bool{"written": true})
+			return ok(action, map[string]any{"written": true, "clipboard": "host"})
 		}
 		out, err := cmd.Output()
 		if err != nil {
 			return fail(action, CodeNoData, "%s: %v", argv[0], err)
 		}
-		return ok(action, map[string]string{"text": string(out)})
+		return ok(action, map[string]string{"text": string(out), "clipboard": "host"})
 	})
+}
+
+// browserClipboard reads or writes the clipboard of the connected
+// browser; tried is false when none is connected.
+func (s *Service) browserClipboard(ctx context.Context, session, action, text string) (r Result, tried bool) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	args := map[string]string{"action": action}
+	if action == "write" {
+		args["text"] = text
+	}
+	raw, err := s.Device(ctx, session, "clipboard", args)
+	switch {
+	case errors.Is(err, ErrNoDevice):
+		return Result{}, false
+	case errors.Is(err, ErrDeviceRefused):
+		return fail(action, CodeNotAvailable, "%v", err), true
+	case errors.Is(err, context.DeadlineExceeded):
+		return fail(action, CodeNotAvailable, "no browser answered: den's page must be open and in front"), true
+	case err != nil:
+		return fail(action, CodeInternal, "%v", err), true
+	}
+	if action == "write" {
+		return ok(action, map[string]any{"written": true, "clipboard": "browser"}), true
+	}
+	var got struct {
+		Text *string `json:"text"`
+	}
+	if json.Unmarshal(raw, &got) != nil || got.Text == nil {
+		return fail(action, CodeInternal, "the browser's answer is not text"), true
+	}
+	if len(*got.Text) > maxStdin {
+		return fail(action, CodeInternal, "the browser's clipboard holds %d bytes: the most den passes on is %d", len(*got.Text), maxStdin), true
+	}
+	return ok(action, map[string]string{"text": *got.Text, "clipboard": "browser"}), true
 }

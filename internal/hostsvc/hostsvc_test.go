@@ -201,3 +201,37 @@ func TestLocation(t *testing.T) {
 		t.Errorf("no web face: %+v", r)
 	}
 }
+
+// TestClipboardThroughBrowser: with no graphical session on the host,
+// den-clipboard uses the connected browser's clipboard, and says what
+// to do when there is none.
+func TestClipboardThroughBrowser(t *testing.T) {
+	t.Setenv("DISPLAY", "")
+	t.Setenv("WAYLAND_DISPLAY", "")
+	var asked map[string]string
+	s := &Service{Device: func(ctx context.Context, session, kind string, args any) (json.RawMessage, error) {
+		asked = args.(map[string]string)
+		if asked["action"] == "read" {
+			return json.RawMessage(`{"text":"on the phone"}`), nil
+		}
+		return json.RawMessage(`{"written":true}`), nil
+	}}
+	run := func(args ...string) Result {
+		t.Helper()
+		p, bad := s.parseClipboard(&Call{Session: "s1", Args: args, Stdin: strings.NewReader("")})
+		if bad != nil {
+			return *bad
+		}
+		return p.Run(context.Background())
+	}
+	if r := run("read"); r.Code != "" || r.Data.(map[string]string)["text"] != "on the phone" {
+		t.Errorf("read: %+v", r)
+	}
+	if r := run("write", "hello"); r.Code != "" || asked["text"] != "hello" {
+		t.Errorf("write: %+v, asked %v", r, asked)
+	}
+	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) { return nil, ErrNoDevice }
+	if r := run("read"); r.Code != CodeNotAvailable || !strings.Contains(r.Message, "no browser") || !strings.Contains(r.Message, "no graphical session") {
+		t.Errorf("no browser, no host clipboard: %+v", r)
+	}
+}

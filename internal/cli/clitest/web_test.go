@@ -562,3 +562,35 @@ func TestWebLocation(t *testing.T) {
 		t.Errorf("den-location with a browser: %s", truncateBytes([]byte(body), 1200))
 	}
 }
+
+// TestWebClipboard: den-clipboard writes and reads the clipboard of the
+// browser that has den open and in front.
+func TestWebClipboard(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "[agents.default.permissions]\n\"den-clipboard\" = \"allow\"\n")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "den-clipboard read -q && den-clipboard write copied-by-den -q")}},
+		llmtest.Turn{Text: "Copied."})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, phoneScreen)
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+				Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: p.url})
+			return err
+		}))
+	}
+	b.newChat()
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[any](`navigator.clipboard.writeText("from-the-phone")`, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatal(err)
+	}
+	b.send("copy something")
+	b.waitText(".msg.assistant .md", "Copied.")
+	if got, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); err != nil || got != "copied-by-den" {
+		t.Errorf("the browser's clipboard holds %q (%v)", got, err)
+	}
+	body := string(fake.Requests()[1].Body)
+	if !strings.Contains(body, "from-the-phone") || strings.Contains(body, "not_available") {
+		t.Errorf("den-clipboard: %s", truncateBytes([]byte(body), 1500))
+	}
+}

@@ -19,7 +19,21 @@ function location(req) {
     { enableHighAccuracy: true, timeout: 25000, maximumAge: 0 });
 }
 
-const handlers = { location };
+// clipboard reads or writes the clipboard, which a browser allows a
+// page that has the focus (the one the user is looking at).
+function clipboard(req) {
+  const args = req.args || {};
+  if (!navigator.clipboard) return answer(req.id, { error: "this browser gives pages no clipboard" });
+  // A page the user is not looking at stays silent: the one in front
+  // answers (or, with none, den says so when it gives up).
+  if (!document.hasFocus()) return;
+  const done = args.action === "write"
+    ? navigator.clipboard.writeText(String(args.text ?? "")).then(() => ({ data: { written: true } }))
+    : navigator.clipboard.readText().then((text) => ({ data: { text } }));
+  done.then((body) => answer(req.id, body), (err) => answer(req.id, { error: err.message || "the clipboard was refused" }));
+}
+
+const handlers = { location, clipboard };
 
 // handleDeviceRequest does what a request asks, and answers it.
 export function handleDeviceRequest(req) {
