@@ -65,13 +65,18 @@ func TestWebLongSession(t *testing.T) {
 	b := openBrowser(t, p, phoneScreen)
 	b.run(chromedp.Navigate(p.url + "/#" + id))
 	b.waitText(".msg.assistant .md", "answer 9999:")
-	for range 4 {
+	// Scroll to the top until four older pages (100 questions) are in.
+	var texts []string
+	for deadline := time.Now().Add(60 * time.Second); ; {
 		b.exec(`document.querySelector(".messages").scrollTop = 0`)
-		time.Sleep(300 * time.Millisecond)
-	}
-	texts := eval[[]string](b, `[...document.querySelectorAll(".msg.user .bubble")].map(e => e.textContent)`)
-	if len(texts) < 100 {
-		t.Fatalf("only %d questions after scrolling up", len(texts))
+		time.Sleep(100 * time.Millisecond)
+		texts = eval[[]string](b, `[...document.querySelectorAll(".msg.user .bubble")].map(e => e.textContent)`)
+		if len(texts) >= 125 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d questions after scrolling up for a minute", len(texts))
+		}
 	}
 	seen := map[string]bool{}
 	prev := -1
