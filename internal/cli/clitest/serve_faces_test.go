@@ -120,18 +120,32 @@ func TestServeFiles(t *testing.T) {
 	}
 }
 
-// waitIdle waits until the session is idle with message id in it.
+// waitIdle waits until the session is idle with an answer to message
+// messageID (the message itself is stored at once, before its turn
+// starts).
 func waitIdle(t *testing.T, p *daemonProc, id, messageID string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		s := p.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)
-		if s["status"] == "idle" && strings.Contains(mustJSON(s["messages"]), messageID) {
+		msgs, _ := s["messages"].([]any)
+		answered := false
+		for i, m := range msgs {
+			if m.(map[string]any)["id"] != messageID {
+				continue
+			}
+			for _, later := range msgs[i+1:] {
+				if later.(map[string]any)["role"] == "assistant" {
+					answered = true
+				}
+			}
+		}
+		if s["status"] == "idle" && answered {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("session %s did not become idle with message %s", id, messageID)
+	t.Fatalf("session %s did not become idle with an answer to message %s", id, messageID)
 }
 
 func mustJSON(v any) string {
