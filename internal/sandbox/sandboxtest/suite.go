@@ -353,7 +353,8 @@ func testConcurrent(t *testing.T, b sandbox.Backend) {
 
 func testBackground(t *testing.T, b sandbox.Backend) {
 	e := Start(t, b)
-	e.Run(t, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/tick; sleep 0.05; done) >/dev/null 2>&1 &")
+	// The tick is renamed into place: a reader never sees it truncated.
+	e.Run(t, "(i=0; while :; do i=$((i+1)); echo $i > /tmp/tick.new; mv /tmp/tick.new /tmp/tick; sleep 0.05; done) >/dev/null 2>&1 &")
 	first := e.Run(t, "sleep 0.5; cat /tmp/tick").Output
 	second := e.Run(t, "sleep 0.5; cat /tmp/tick").Output
 	if first == "" || first == second {
