@@ -837,6 +837,7 @@ func (r *Runtime) Create(ctx context.Context, agentName, model string) (store.Se
 type Folders struct {
 	Workspace   string // the computer's /workspace
 	Attachments string // the computer's /den/attachments
+	Offloads    string // the computer's /den/offloads: full outputs of capped commands
 	Owner       *hostfs.Owner
 }
 
@@ -853,8 +854,9 @@ func (r *Runtime) Folders(ctx context.Context, sessionID string) (Folders, error
 		return Folders{}, err
 	}
 	dir := comp.SessionDir(sess.ID)
-	f := Folders{Workspace: filepath.Join(dir, "workspace"), Attachments: filepath.Join(dir, "attachments"), Owner: computerOwner(comp)}
-	for _, d := range []string{f.Workspace, f.Attachments} {
+	f := Folders{Workspace: filepath.Join(dir, "workspace"), Attachments: filepath.Join(dir, "attachments"),
+		Offloads: filepath.Join(dir, "offloads"), Owner: computerOwner(comp)}
+	for _, d := range []string{f.Workspace, f.Attachments, f.Offloads} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return Folders{}, err
 		}

@@ -594,3 +594,24 @@ func TestWebClipboard(t *testing.T) {
 		t.Errorf("den-clipboard: %s", truncateBytes([]byte(body), 1500))
 	}
 }
+
+// TestWebOffload: a tool card whose output was capped links to the full
+// output, which den serves from the computer.
+func TestWebOffload(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	fake := llmtest.NewAnthropic(t,
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "seq 1 40000")}},
+		llmtest.Turn{Text: "Counted."})
+	p := startServe(t, d, fake)
+	b := openBrowser(t, p, desktopScreen)
+	b.newChat()
+	b.send("count")
+	b.waitText(".msg.assistant .md", "Counted.")
+	b.run(chromedp.Click(chromedp.CSS(`details.tool summary`)))
+	b.waitText("details.tool .offload", "/den/offloads/")
+	full, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`fetch(document.querySelector("details.tool .offload a").href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.HasSuffix(full, "39999\n40000\n") || !strings.HasPrefix(full, "1\n2\n") {
+		t.Errorf("the full output: %v, %d bytes", err, len(full))
+	}
+}

@@ -22,6 +22,7 @@ const MaxUpload = 512 << 20
 const (
 	workspace   = "/workspace"
 	attachments = "/den/attachments"
+	offloads    = "/den/offloads"
 )
 
 // Folders finds a session's folders; *session.Runtime satisfies it.
@@ -127,8 +128,11 @@ func (h *Handler) folder(r *http.Request, name string) (*hostfs.Dir, session.Fol
 		return nil, session.Folders{}, err
 	}
 	at := folders.Workspace
-	if name == attachments {
+	switch name {
+	case attachments:
 		at = folders.Attachments
+	case offloads:
+		at = folders.Offloads
 	}
 	d, err := openDir(at, name)
 	return d, folders, err

@@ -55,6 +55,7 @@ type env struct {
 	base  string // holds the session's folders, and secret.txt beside them
 	ws    string // the workspace
 	att   string // the attachments
+	off   string // the offloads
 	out   string // a folder elsewhere, with secret.txt
 	owned bool   // whether files are given to owner (den is root)
 }
@@ -62,15 +63,15 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{base: t.TempDir(), out: t.TempDir()}
-	e.ws, e.att = filepath.Join(e.base, "workspace"), filepath.Join(e.base, "attachments")
-	for _, d := range []string{e.ws, e.att} {
+	e.ws, e.att, e.off = filepath.Join(e.base, "workspace"), filepath.Join(e.base, "attachments"), filepath.Join(e.base, "offloads")
+	for _, d := range []string{e.ws, e.att, e.off} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeFile(t, filepath.Join(e.base, "secret.txt"), secret)
 	writeFile(t, filepath.Join(e.out, "secret.txt"), secret)
-	folders := session.Folders{Workspace: e.ws, Attachments: e.att}
+	folders := session.Folders{Workspace: e.ws, Attachments: e.att, Offloads: e.off}
 	if os.Geteuid() == 0 {
 		folders.Owner = &hostfs.Owner{UID: owner, GID: owner}
 		e.owned = true
@@ -81,6 +82,7 @@ func newEnv(t *testing.T) *env {
 	mux.HandleFunc("PUT /api/v1/sessions/{id}/files/{path...}", answer(e.h.Put))
 	mux.HandleFunc("POST /api/v1/sessions/{id}/attachments", answer(e.h.Attach))
 	mux.HandleFunc("GET /api/v1/sessions/{id}/attachments/{name}", answer(e.h.GetAttachment))
+	mux.HandleFunc("GET /api/v1/sessions/{id}/offloads/{name}", answer(e.h.GetOffload))
 	g, err := auth.New(auth.Options{
 		DataDir: t.TempDir(),
 		Env:     func(string) string { return "" },

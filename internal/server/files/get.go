@@ -202,15 +202,27 @@ func disposition(inline bool, name string) string {
 // GetAttachment answers GET (and HEAD) /api/v1/sessions/{id}/attachments/{name}:
 // a file the session was given, as Get answers a file.
 func (h *Handler) GetAttachment(w http.ResponseWriter, r *http.Request) error {
+	return h.getOne(w, r, attachments)
+}
+
+// GetOffload answers GET (and HEAD) /api/v1/sessions/{id}/offloads/{name}:
+// the full output of a command whose result was capped.
+func (h *Handler) GetOffload(w http.ResponseWriter, r *http.Request) error {
+	return h.getOne(w, r, offloads)
+}
+
+// getOne answers with the file {name} of the folder the computer names
+// folder.
+func (h *Handler) getOne(w http.ResponseWriter, r *http.Request, folder string) error {
 	name := r.PathValue("name")
 	comps, err := split(name)
 	if err != nil {
 		return err
 	}
 	if len(comps) != 1 {
-		return badRequest("%q: name one file of %s", name, attachments)
+		return badRequest("%q: name one file of %s", name, folder)
 	}
-	dir, _, err := h.folder(r, attachments)
+	dir, _, err := h.folder(r, folder)
 	if err != nil {
 		return refusal(err)
 	}

@@ -291,3 +291,21 @@ func TestGetAttachment(t *testing.T) {
 		}
 	}
 }
+
+// TestGetOffload: a capped command's full output comes back from
+// /den/offloads; a link planted there is refused.
+func TestGetOffload(t *testing.T) {
+	e := newEnv(t)
+	if err := os.WriteFile(filepath.Join(e.off, "out-1.txt"), []byte("all of it\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(e.base, "secret.txt"), filepath.Join(e.off, "planted.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.do(t, "GET", "s1/offloads/out-1.txt", nil); resp.StatusCode != http.StatusOK || resp.body != "all of it\n" {
+		t.Errorf("offload: %d %q", resp.StatusCode, resp.body)
+	}
+	if resp := e.do(t, "GET", "s1/offloads/planted.txt", nil); resp.StatusCode != http.StatusForbidden || strings.Contains(resp.body, secret) {
+		t.Errorf("a planted link: %d %s", resp.StatusCode, resp.body)
+	}
+}

@@ -408,7 +408,7 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
         ${s.more && html`<button class="link older" onClick=${() => s.older()}>Load older messages</button>`}
         ${visible.map((m, i) => html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${s.calls}
           prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`)}
-        ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} />`}
+        ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} session=${id} />`}
         ${s.approvals.map((a) => html`<${Approval} key=${a.id} a=${a} onError=${onError} />`)}
         ${s.queued.map((q) => html`<div class="msg user queued" key=${q.message_id}>
           <div class="bubble">${q.text}</div><div class="meta">Queued: joins the running turn at its next step</div></div>`)}
@@ -467,7 +467,7 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
       ${m.parts.map((p, i) => {
         if (p.type === "text") return html`<${Markdown} key=${i} text=${p.text} />`;
         if (p.type === "thinking") return html`<${Thinking} key=${i} text=${p.text} />`;
-        if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls.get(p.id)} />`;
+        if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls.get(p.id)} session=${session} />`;
         if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
         return null;
       })}
@@ -544,12 +544,12 @@ function Thinking({ text }) {
   return html`<details class="thinking"><summary>Thinking</summary><div class="thinking-text">${text}</div></details>`;
 }
 
-function Live({ segments, calls }) {
+function Live({ segments, calls, session }) {
   return html`<div class="msg assistant live" aria-busy="true">
     ${segments.map((s, i) => {
       if (s.kind === "text") return html`<${Markdown} key=${"t" + i} text=${s.text} />`;
       if (s.kind === "thinking") return html`<${Thinking} key=${"k" + i} text=${s.text} />`;
-      return html`<${ToolCard} key=${s.id} call=${s} live=${calls.get(s.id)} />`;
+      return html`<${ToolCard} key=${s.id} call=${s} live=${calls.get(s.id)} session=${session} />`;
     })}
   </div>`;
 }
@@ -567,7 +567,7 @@ function summary(call) {
   return s.length > 200 ? s.slice(0, 200) + "…" : s;
 }
 
-function ToolCard({ call, result, live }) {
+function ToolCard({ call, result, live, session }) {
   const info = live || {};
   const labels = call.labels || info.labels || [];
   const running = info.running && !result;
@@ -576,7 +576,7 @@ function ToolCard({ call, result, live }) {
   const isError = result ? result.is_error : info.is_error;
   let output = info.output;
   if (output === undefined && result) output = (result.content || []).filter((p) => p.type === "text").map((p) => p.text).join("\n");
-  const offload = output && /\/den\/offloads\/[^\s)'"]+/.exec(output);
+  const offload = output && /\/den\/offloads\/([^\s)'"\/\]]+)/.exec(output);
   return html`
     <details class=${"tool" + (isError ? " failed" : "") + (running ? " running" : "")}>
       <summary>
@@ -592,7 +592,8 @@ function ToolCard({ call, result, live }) {
       ${call.input && typeof call.input === "object" && call.input.command && (call.input.command.length > 60 || call.input.command.includes("\n")) &&
         html`<pre class="tool-input">${call.input.command}</pre>`}
       ${output !== undefined && html`<pre class="tool-output">${output}</pre>`}
-      ${offload && html`<p class="offload">The full output is in the computer at <code>${offload[0]}</code>.</p>`}
+      ${offload && html`<p class="offload">The full output: <a href=${`/api/v1/sessions/${encodeURIComponent(session)}/offloads/${encodeURIComponent(offload[1])}?inline=1`}
+        target="_blank" rel="noopener">${offload[0]}</a></p>`}
     </details>`;
 }
 
