@@ -11,7 +11,7 @@ GO_VERSION=1.26.8
 pkgs=(bubblewrap debootstrap busybox-static ca-certificates tar xz-utils zstd)
 pkgs+=(slirp4netns uidmap)
 if [ "${1:-}" = --test ]; then
-	pkgs+=(proot util-linux passwd hyperfine espeak-ng iproute2 python3)
+	pkgs+=(proot util-linux passwd hyperfine espeak-ng iproute2 python3 systemd)
 	# The web face's tests drive real Chromium; npm re-fetches the
 	# vendored browser libraries to check the committed copies.
 	pkgs+=(chromium-headless-shell fonts-dejavu-core)
