@@ -27,16 +27,7 @@ func BenchmarkReady(b *testing.B) {
 	for b.Loop() {
 		dir := b.TempDir()
 		start := time.Now()
-		d, err := New(Options{DataDir: dir, ConfigPath: dir + "/config.toml", Config: &config.Config{}, Listen: "127.0.0.1:0",
-			Computer: func(context.Context, string) (*computer.Computer, computer.SessionOptions, error) {
-				return nil, computer.SessionOptions{}, errors.New("none")
-			},
-			Env: func(k string) string {
-				if k == "DEN_TOKEN" {
-					return testToken
-				}
-				return ""
-			}})
+		d, err := New(benchOptions(dir))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -138,17 +129,7 @@ func BenchmarkSSELatency(b *testing.B) {
 func benchDaemon(b *testing.B) *Daemon {
 	b.Helper()
 	dir := b.TempDir()
-	d, err := New(Options{DataDir: dir, ConfigPath: dir + "/config.toml", Config: &config.Config{}, Listen: "127.0.0.1:0",
-		Log: slog.New(slog.DiscardHandler),
-		Computer: func(context.Context, string) (*computer.Computer, computer.SessionOptions, error) {
-			return nil, computer.SessionOptions{}, errors.New("none")
-		},
-		Env: func(k string) string {
-			if k == "DEN_TOKEN" {
-				return testToken
-			}
-			return ""
-		}})
+	d, err := New(benchOptions(dir))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,4 +141,20 @@ func benchDaemon(b *testing.B) *Daemon {
 		<-done
 	})
 	return d
+}
+
+// benchOptions is a daemon on loopback with the test's token and no
+// computers, its data in dir.
+func benchOptions(dir string) Options {
+	return Options{DataDir: dir, ConfigPath: dir + "/config.toml", Config: &config.Config{}, Listen: "127.0.0.1:0",
+		Log: slog.New(slog.DiscardHandler),
+		Computer: func(context.Context, string) (*computer.Computer, computer.SessionOptions, error) {
+			return nil, computer.SessionOptions{}, errors.New("none")
+		},
+		Env: func(k string) string {
+			if k == "DEN_TOKEN" {
+				return testToken
+			}
+			return ""
+		}}
 }
