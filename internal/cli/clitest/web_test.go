@@ -231,12 +231,9 @@ func TestWebChat(t *testing.T) {
 // TestWebApproval: an approval is answered inline with "Allow once", and
 // the turn goes on; the session's badge says it waits meanwhile.
 func TestWebApproval(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "[agents.default.permissions]\n\"den-notify\" = \"ask\"\n")
-	fake := llmtest.NewAnthropic(t,
+	p, _ := serveWith(t, "[agents.default.permissions]\n\"den-notify\" = \"ask\"\n",
 		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_n", "den-notify --title hi from-the-web")}},
 		llmtest.Turn{Text: "Notified you."})
-	p := startServe(t, d, fake)
 	b := openBrowser(t, p, desktopScreen)
 	b.newChat()
 	b.send("notify me")
@@ -260,14 +257,11 @@ func TestWebApproval(t *testing.T) {
 // TestWebStopAndQueue: a message sent while a turn runs is shown queued
 // and joins the turn; Stop ends a turn.
 func TestWebStopAndQueue(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "")
-	fake := llmtest.NewAnthropic(t,
+	p, _ := serveWith(t, "",
 		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "sleep 2; echo slept")}},
 		llmtest.Turn{Text: "Got your second message too."},
 		llmtest.Turn{Text: "Sleeping long.", Calls: []llmtest.Call{sh("toolu_2", "sleep 60")}},
 		llmtest.Turn{Text: "never"})
-	p := startServe(t, d, fake)
 	b := openBrowser(t, p, phoneScreen)
 	id := b.newChat()
 	b.send("first")
@@ -340,10 +334,7 @@ func TestWebReloadMidTurn(t *testing.T) {
 // TestWebVersions: regenerating an answer makes a second version, and
 // the ‹ 2/2 › switcher goes back to the first.
 func TestWebVersions(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "")
-	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "First answer."}, llmtest.Turn{Text: "Second answer."})
-	p := startServe(t, d, fake)
+	p, _ := serveWith(t, "", llmtest.Turn{Text: "First answer."}, llmtest.Turn{Text: "Second answer."})
 	b := openBrowser(t, p, desktopScreen)
 	b.newChat()
 	b.send("a question")
@@ -482,10 +473,7 @@ func TestWebSettings(t *testing.T) {
 // /den/attachments with the message; audio plays inline, an image is
 // shown, another file is a link, and the model is told where they are.
 func TestWebAttachments(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "")
-	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "I have them."})
-	p := startServe(t, d, fake)
+	p, fake := serveWith(t, "", llmtest.Turn{Text: "I have them."})
 	b := openBrowser(t, p, phoneScreen)
 	id := b.newChat()
 	dir := t.TempDir()
@@ -528,14 +516,11 @@ func TestWebAttachments(t *testing.T) {
 // TestWebLocation: den-location answers not_available while no browser
 // has den open, and the location of the browser once one has.
 func TestWebLocation(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "[agents.default.permissions]\n\"den-location\" = \"allow\"\n")
-	fake := llmtest.NewAnthropic(t,
+	p, fake := serveWith(t, "[agents.default.permissions]\n\"den-location\" = \"allow\"\n",
 		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "den-location --timeout 5s")}},
 		llmtest.Turn{Text: "No browser."},
 		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_2", "den-location")}},
 		llmtest.Turn{Text: "You are in Berlin."})
-	p := startServe(t, d, fake)
 	id := p.api(t, "POST", "/api/v1/sessions", map[string]any{"agent": "default"}, http.StatusCreated)["id"].(string)
 	sent := p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "where am I?"}, http.StatusAccepted)
 	waitIdle(t, p, id, sent["message_id"].(string))
@@ -566,12 +551,9 @@ func TestWebLocation(t *testing.T) {
 // TestWebClipboard: den-clipboard writes and reads the clipboard of the
 // browser that has den open and in front.
 func TestWebClipboard(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "[agents.default.permissions]\n\"den-clipboard\" = \"allow\"\n")
-	fake := llmtest.NewAnthropic(t,
+	p, fake := serveWith(t, "[agents.default.permissions]\n\"den-clipboard\" = \"allow\"\n",
 		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "den-clipboard read -q && den-clipboard write copied-by-den -q")}},
 		llmtest.Turn{Text: "Copied."})
-	p := startServe(t, d, fake)
 	b := openBrowser(t, p, phoneScreen)
 	for _, name := range []string{"clipboard-read", "clipboard-write"} {
 		b.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
@@ -598,12 +580,9 @@ func TestWebClipboard(t *testing.T) {
 // TestWebOffload: a tool card whose output was capped links to the full
 // output, which den serves from the computer.
 func TestWebOffload(t *testing.T) {
-	d := newDen(t)
-	serveConfig(t, d, "")
-	fake := llmtest.NewAnthropic(t,
+	p, _ := serveWith(t, "",
 		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_1", "seq 1 40000")}},
 		llmtest.Turn{Text: "Counted."})
-	p := startServe(t, d, fake)
 	b := openBrowser(t, p, desktopScreen)
 	b.newChat()
 	b.send("count")
@@ -614,4 +593,15 @@ func TestWebOffload(t *testing.T) {
 	if err != nil || !strings.HasSuffix(full, "39999\n40000\n") || !strings.HasPrefix(full, "1\n2\n") {
 		t.Errorf("the full output: %v, %d bytes", err, len(full))
 	}
+}
+
+// serveWith starts den serve on a fresh den whose config holds extra
+// (besides the busybox computer), talking to a fake Anthropic API that
+// answers turns.
+func serveWith(t *testing.T, extra string, turns ...llmtest.Turn) (*daemonProc, *llmtest.Server) {
+	t.Helper()
+	d := newDen(t)
+	serveConfig(t, d, extra)
+	fake := llmtest.NewAnthropic(t, turns...)
+	return startServe(t, d, fake), fake
 }
