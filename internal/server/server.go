@@ -15,12 +15,11 @@ import (
 	"net/http"
 	"strings"
 
-	"den.dev/den/internal/server/reply"
-
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/server/files"
 	"den.dev/den/internal/server/openaicompat"
+	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/server/terminal"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"

@@ -29,6 +29,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"mime"
@@ -160,7 +161,7 @@ func (h *Handler) File(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ErrNotFound is the error for a file the app does not have.
-var ErrNotFound = fmt.Errorf("web: no such file")
+var ErrNotFound = errors.New("web: no such file")
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, name string) error {
 	if err := h.load(); err != nil {

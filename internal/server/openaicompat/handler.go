@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"den.dev/den/internal/server/reply"
-
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )

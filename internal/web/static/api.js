@@ -103,7 +103,6 @@ export function follow(path, after, onEvent, onState, extra = {}) {
         onState && onState("reconnecting");
       }
     };
-    es.onmessage = null;
     const handle = (m) => {
       const id = Number(m.lastEventId);
       if (id && id <= last) return; // already seen
