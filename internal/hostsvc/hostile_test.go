@@ -3,6 +3,7 @@ package hostsvc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -54,6 +55,11 @@ func TestHostileArguments(t *testing.T) {
 		{"den-config", []string{"set", "agents.a.model"}},
 		{"den-config", []string{"get", "a", "b"}},
 		{"den-clipboard", []string{"read", "extra"}},
+		{"den-camera", []string{"--prompt", "a", "--prompt", "b"}},
+		{"den-camera", []string{"--prompt", "evil\x1b[2K\rprompt"}},
+		{"den-speak", []string{"--browser", "--lang", "de", "--lang", "en", "hi"}},
+		{"den-speak", []string{"--browser", "--voice", "x\x1b[2K", "hi"}},
+		{"den-speak", []string{"--browser", big}},
 	}
 	ran := false
 	s := &Service{
@@ -62,6 +68,7 @@ func TestHostileArguments(t *testing.T) {
 		Sessions: &fakeSessions{}, Models: &fakeModels{}, Config: fakeConfig{},
 		Attachments: t.TempDir(),
 		LookPath:    func(n string) (string, error) { return "/bin/true", nil },
+		Device:      func(context.Context, string, string, any) (json.RawMessage, error) { ran = true; return nil, nil },
 	}
 	t.Setenv("DISPLAY", ":0")
 	for _, tt := range tests {

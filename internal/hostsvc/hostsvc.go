@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -103,8 +104,9 @@ type Service struct {
 	Files interface {
 		ReadFile(guestPath string) ([]byte, error)
 	}
-	// Device reaches the user's browser (den-location); nil where no web
-	// face can be connected (den run).
+	// Device reaches the user's browser (den-location, den-camera,
+	// den-clipboard, den-speak --browser); nil where no web face can be
+	// connected (den run).
 	Device Device
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
@@ -164,8 +166,11 @@ func Commands() []Command {
 			Parse: (*Service).parseClipboard},
 		{Name: "den-location", Usage: "den-location [--timeout 30s]\n  Ask the user's browser (den open on their phone) where it is: latitude, longitude and accuracy in meters.",
 			Parse: (*Service).parseLocation},
-		{Name: "den-speak", Usage: "den-speak [--voice V] TEXT\n  Speak TEXT into an audio file in /den/attachments and play it to the user.",
+		{Name: "den-speak", Usage: "den-speak [--voice V] TEXT\nden-speak --browser [--lang L] [--voice V] [--rate R] TEXT\n" +
+			"  Speak TEXT into an audio file in /den/attachments and play it to the user, or (--browser) aloud on the user's browser, their phone.",
 			Parse: (*Service).parseSpeak},
+		{Name: "den-camera", Usage: "den-camera [--prompt TEXT] [--timeout 2m]\n  Ask the user to take a photo with their phone (den open in its browser); the photo is saved to /den/attachments and its path printed.",
+			Parse: (*Service).parseCamera},
 	}
 }
 
@@ -236,6 +241,19 @@ func (f *flags) Int(name, usage string) *int {
 			return fmt.Errorf("not a whole number")
 		}
 		*p = n
+		return nil
+	}}, name, usage)
+	return p
+}
+
+func (f *flags) Float(name, usage string) *float64 {
+	p := new(float64)
+	f.fs.Var(&onceValue{f: f, name: name, apply: func(s string) error {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("not a number")
+		}
+		*p = v
 		return nil
 	}}, name, usage)
 	return p

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -233,5 +236,113 @@ func TestClipboardThroughBrowser(t *testing.T) {
 	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) { return nil, ErrNoDevice }
 	if r := run("read"); r.Code != CodeNotAvailable || !strings.Contains(r.Message, "no browser") || !strings.Contains(r.Message, "no graphical session") {
 		t.Errorf("no browser, no host clipboard: %+v", r)
+	}
+}
+
+// TestCamera: den-camera asks the browser for a photo and prints the
+// path of the one it uploaded, once den has checked it is an image in
+// the attachments folder; a name that leaves the folder, a link the
+// computer planted and a file that is no image are refused.
+func TestCamera(t *testing.T) {
+	dir := t.TempDir()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x02\x00\x00\x00")
+	os.WriteFile(filepath.Join(dir, "photo.png"), png, 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("just text"), 0o644)
+	os.WriteFile(filepath.Join(t.TempDir(), "secret.png"), png, 0o644)
+	os.Symlink("/etc/shadow", filepath.Join(dir, "planted.png"))
+	var name string
+	var prompt string
+	s := &Service{Attachments: dir, Device: func(ctx context.Context, session, kind string, args any) (json.RawMessage, error) {
+		if kind != "camera" || session != "s1" {
+			t.Errorf("asked %s for %s", kind, session)
+		}
+		prompt = args.(map[string]string)["prompt"]
+		return json.Marshal(map[string]string{"name": name})
+	}}
+	run := func(args ...string) Result {
+		t.Helper()
+		p, bad := s.parseCamera(&Call{Session: "s1", Args: args})
+		if bad != nil {
+			return *bad
+		}
+		return p.Run(context.Background())
+	}
+	name = "photo.png"
+	r := run("--prompt", "the receipt")
+	if r.Code != "" || r.Data.(map[string]any)["path"] != "/den/attachments/photo.png" || r.Data.(map[string]any)["type"] != "image/png" {
+		t.Errorf("a photo: %+v", r)
+	}
+	if prompt != "the receipt" {
+		t.Errorf("the prompt reached the browser as %q", prompt)
+	}
+	for _, bad := range []string{"notes.txt", "planted.png", "../" + filepath.Base(dir) + "/photo.png", "missing.png", ".."} {
+		name = bad
+		if r := run(); r.Code != CodeInternal {
+			t.Errorf("answer %q: %+v", bad, r)
+		}
+	}
+	for _, args := range [][]string{{"--timeout", "0s"}, {"--timeout", "1h"}, {"now"}, {"--prompt", "a\nb"}, {"--prompt", strings.Repeat("x", 501)}} {
+		if r := run(args...); r.Code != CodeInvalidArgs {
+			t.Errorf("%v: %+v", args, r)
+		}
+	}
+	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) { return nil, ErrNoDevice }
+	if r := run(); r.Code != CodeNotAvailable || !strings.Contains(r.Message, "open den") {
+		t.Errorf("no browser: %+v", r)
+	}
+	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) {
+		return nil, fmt.Errorf("%w: the user declined", ErrDeviceRefused)
+	}
+	if r := run(); r.Code != CodeDenied || !strings.Contains(r.Message, "declined") {
+		t.Errorf("declined: %+v", r)
+	}
+	s.Device = nil
+	if r := run(); r.Code != CodeNotAvailable {
+		t.Errorf("no web face: %+v", r)
+	}
+}
+
+// TestSpeakInBrowser: den-speak --browser sends the text, language,
+// voice and rate to the browser and waits for it to have spoken; its
+// flags are checked, and without a browser it says what else to do.
+func TestSpeakInBrowser(t *testing.T) {
+	var asked map[string]any
+	s := &Service{Device: func(ctx context.Context, session, kind string, args any) (json.RawMessage, error) {
+		if kind != "speak" {
+			t.Errorf("asked %s", kind)
+		}
+		asked = args.(map[string]any)
+		return json.RawMessage(`{"voice":"Samantha"}`), nil
+	}}
+	run := func(args ...string) Result {
+		t.Helper()
+		p, bad := s.parseSpeak(&Call{Session: "s1", Args: args})
+		if bad != nil {
+			return *bad
+		}
+		return p.Run(context.Background())
+	}
+	r := run("--browser", "--lang", "en-GB", "--rate", "1.25", "good", "morning")
+	if r.Code != "" || r.Data.(map[string]any)["voice"] != "Samantha" {
+		t.Errorf("spoken: %+v", r)
+	}
+	if asked["text"] != "good morning" || asked["lang"] != "en-GB" || asked["rate"] != 1.25 {
+		t.Errorf("the browser was asked %v", asked)
+	}
+	for _, args := range [][]string{
+		{"--browser", "--lang", "en_US!", "hi"}, {"--browser", "--rate", "9", "hi"}, {"--browser", "--rate", "NaN", "hi"},
+		{"--browser", "--voice", "a\nb", "hi"}, {"--browser"}, {"--lang", "de", "hallo"}, {"--browser", "--browser", "hi"},
+	} {
+		if r := run(args...); r.Code != CodeInvalidArgs {
+			t.Errorf("%q: %+v", args, r)
+		}
+	}
+	s.Device = func(context.Context, string, string, any) (json.RawMessage, error) { return nil, ErrNoDevice }
+	if r := run("--browser", "hi"); r.Code != CodeNotAvailable || !strings.Contains(r.Message, "without --browser") {
+		t.Errorf("no browser: %+v", r)
+	}
+	s.Device = nil
+	if r := run("--browser", "hi"); r.Code != CodeNotAvailable {
+		t.Errorf("no web face: %+v", r)
 	}
 }

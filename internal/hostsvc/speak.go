@@ -22,20 +22,29 @@ var voiceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_+-]{0,63}$`)
 
 func (s *Service) parseSpeak(c *Call) (*Plan, *Result) {
 	f := newFlags("den-speak")
-	voice := f.String("voice", "espeak-ng voice")
+	voice := f.String("voice", "espeak-ng voice (with --browser: a voice of the browser)")
+	browser := f.Bool("browser", "speak on the user's browser (their phone) instead of into a file")
+	lang := f.String("lang", "with --browser: the language, such as en-US")
+	rate := f.Float("rate", "with --browser: the speed, 0.5 to 2")
 	args, bad := f.parse("speak", c.Args)
 	if bad != nil {
 		return nil, bad
 	}
 	text := strings.TrimSpace(strings.Join(args, " "))
-	switch {
-	case text == "":
+	if text == "" {
 		return nil, invalid("speak", "no text")
-	case *voice != "" && !voiceRE.MatchString(*voice):
-		return nil, invalid("speak", "--voice %q: a voice name is letters, digits, '-', '_' and '+' (espeak-ng --voices lists them)", *voice)
 	}
 	if bad := checkText("speak", "the text", text, maxText); bad != nil {
 		return nil, bad
+	}
+	if *browser {
+		return s.speakInBrowser(c, text, *voice, *lang, *rate)
+	}
+	switch {
+	case *lang != "" || *rate != 0:
+		return nil, invalid("speak", "--lang and --rate go with --browser; espeak-ng takes a voice (--voice)")
+	case *voice != "" && !voiceRE.MatchString(*voice):
+		return nil, invalid("speak", "--voice %q: a voice name is letters, digits, '-', '_' and '+' (espeak-ng --voices lists them)", *voice)
 	}
 	bin, err := s.lookPath("espeak-ng")
 	if err != nil {

@@ -46,6 +46,7 @@ const (
 	CmdClipboard = "den-clipboard"
 	CmdSpeak     = "den-speak"
 	CmdLocation  = "den-location"
+	CmdCamera    = "den-camera"
 )
 
 // defaults are the decisions per trust level, keyed "command" or
@@ -68,6 +69,8 @@ var defaults = map[Trust]map[string]Decision{
 		CmdSpeak:                Allow,
 		// Where the user is, each time: theirs to say.
 		CmdLocation: Ask,
+		// No photo is taken but by the user's own hand.
+		CmdCamera: Allow,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -84,6 +87,7 @@ var defaults = map[Trust]map[string]Decision{
 		CmdClipboard + " write": Ask,
 		CmdSpeak:                Allow,
 		CmdLocation:             Ask,
+		CmdCamera:               Ask,
 	},
 }
 

@@ -68,7 +68,11 @@ func (f *deviceFeed) send(w http.ResponseWriter, wake context.CancelFunc) bool {
 			if err != nil {
 				continue
 			}
-			if _, err := fmt.Fprintf(w, "event: device_request\ndata: %s\n\n", data); err != nil {
+			name := "device_request"
+			if q.Done {
+				name = "device_done"
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data); err != nil {
 				return false
 			}
 			sent = true
@@ -84,6 +88,21 @@ func (f *deviceFeed) send(w http.ResponseWriter, wake context.CancelFunc) bool {
 }
 
 func (f *deviceFeed) stop() { f.cancel() }
+
+// deviceClaim makes the asking browser the one that acts on a request
+// (POST /api/v1/device/{id}/claim): 200 for the first claim, 409
+// "claimed" after it, 409 "not_waiting" when the request ended.
+func (s *Server) deviceClaim(w http.ResponseWriter, r *http.Request) error {
+	switch err := s.rt.Devices().Claim(r.PathValue("id")); {
+	case errors.Is(err, session.ErrClaimed):
+		return &apiError{http.StatusConflict, "claimed", "another browser took this request"}
+	case errors.Is(err, session.ErrNoRequest):
+		return &apiError{http.StatusConflict, "not_waiting", "no request with this id is waiting: it was answered, or its command gave up"}
+	case err != nil:
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
 
 // deviceAnswer takes a browser's answer to a request (POST
 // /api/v1/device/{id}): {"data": ...} or {"error": "what went wrong"}.

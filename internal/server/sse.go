@@ -51,7 +51,8 @@ func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) error {
 // next one.
 //
 // A device stream also carries "device_request" events, without an id
-// (they are not stored: a request lives as long as its command waits).
+// (they are not stored: a request lives as long as its command waits),
+// and "device_done" ({"id"}) when a request ended.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string, keep func(store.Event) bool, device bool) error {
 	after, err := lastEventID(r)
 	if err != nil {

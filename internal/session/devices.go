@@ -12,21 +12,32 @@ import (
 )
 
 // Devices are the browsers with den's web face open, which host
-// commands reach (den-location): a command's request goes to every
-// connected browser, and the first answer wins.
+// commands reach (den-location, den-camera, …): a command's request
+// goes to every connected browser, and the first answer wins. A browser
+// that must act alone (one that speaks aloud) claims the request first;
+// the first claim wins. When a request ends (answered, or its command
+// gave up) every browser is told, so that a prompt shown on one device
+// goes away once another answered.
 type Devices struct {
 	mu      sync.Mutex
 	next    int
 	conns   map[int]chan DeviceRequest
-	pending map[string]chan deviceAnswer
+	pending map[string]*pendingRequest
 }
 
-// DeviceRequest is what a browser is asked to do.
+// DeviceRequest is what a browser is asked to do; with Done set, it
+// says that the request with this ID ended and nothing more is wanted.
 type DeviceRequest struct {
 	ID      string          `json:"id"`
-	Session string          `json:"session_id"`
-	Kind    string          `json:"kind"` // location
+	Session string          `json:"session_id,omitempty"`
+	Kind    string          `json:"kind,omitempty"` // location, clipboard, camera, speak
 	Args    json.RawMessage `json:"args,omitempty"`
+	Done    bool            `json:"-"`
+}
+
+type pendingRequest struct {
+	answer  chan deviceAnswer
+	claimed bool
 }
 
 type deviceAnswer struct {
@@ -34,12 +45,16 @@ type deviceAnswer struct {
 	err  string
 }
 
-// ErrNoRequest is Answer's error for a request that is not waiting (it
-// was answered, or its command gave up).
-var ErrNoRequest = errors.New("session: no such device request is waiting")
+// ErrNoRequest is Answer's and Claim's error for a request that is not
+// waiting (it was answered, or its command gave up); ErrClaimed is
+// Claim's for a request another browser claimed first.
+var (
+	ErrNoRequest = errors.New("session: no such device request is waiting")
+	ErrClaimed   = errors.New("session: another browser took this device request")
+)
 
 func newDevices() *Devices {
-	return &Devices{conns: map[int]chan DeviceRequest{}, pending: map[string]chan deviceAnswer{}}
+	return &Devices{conns: map[int]chan DeviceRequest{}, pending: map[string]*pendingRequest{}}
 }
 
 // Connect registers a browser until stop: requests come on the channel.
@@ -76,27 +91,23 @@ func (d *Devices) Request(ctx context.Context, session, kind string, args any) (
 		raw = nil
 	}
 	req := DeviceRequest{ID: store.NewID(), Session: session, Kind: kind, Args: raw}
-	answer := make(chan deviceAnswer, 1)
+	p := &pendingRequest{answer: make(chan deviceAnswer, 1)}
 	d.mu.Lock()
 	if len(d.conns) == 0 {
 		d.mu.Unlock()
 		return nil, hostsvc.ErrNoDevice
 	}
-	d.pending[req.ID] = answer
-	for _, c := range d.conns {
-		select {
-		case c <- req:
-		default: // a browser that does not read gets no more
-		}
-	}
+	d.pending[req.ID] = p
+	d.broadcast(req)
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		delete(d.pending, req.ID)
+		d.broadcast(DeviceRequest{ID: req.ID, Done: true})
 		d.mu.Unlock()
 	}()
 	select {
-	case a := <-answer:
+	case a := <-p.answer:
 		if a.err != "" {
 			return nil, fmt.Errorf("%w: %s", hostsvc.ErrDeviceRefused, a.err)
 		}
@@ -106,15 +117,43 @@ func (d *Devices) Request(ctx context.Context, session, kind string, args any) (
 	}
 }
 
+// broadcast sends q to every connected browser; d.mu is held. A browser
+// that does not read gets no more.
+func (d *Devices) broadcast(q DeviceRequest) {
+	for _, c := range d.conns {
+		select {
+		case c <- q:
+		default:
+		}
+	}
+}
+
+// Claim makes the caller the one browser that acts on a request: nil
+// for the first claim, ErrClaimed after it, ErrNoRequest when the
+// request is not waiting.
+func (d *Devices) Claim(id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, ok := d.pending[id]
+	switch {
+	case !ok:
+		return ErrNoRequest
+	case p.claimed:
+		return ErrClaimed
+	}
+	p.claimed = true
+	return nil
+}
+
 // Answer gives a request its answer: data, or the browser's error.
 func (d *Devices) Answer(id string, data json.RawMessage, errMsg string) error {
 	d.mu.Lock()
-	ch, ok := d.pending[id]
+	p, ok := d.pending[id]
 	delete(d.pending, id)
 	d.mu.Unlock()
 	if !ok {
 		return ErrNoRequest
 	}
-	ch <- deviceAnswer{data: data, err: errMsg}
+	p.answer <- deviceAnswer{data: data, err: errMsg}
 	return nil
 }

@@ -30,7 +30,7 @@ func TestDevices(t *testing.T) {
 		got <- data
 	}()
 	ra, rb := <-a, <-b
-	if ra.ID != rb.ID || ra.Kind != "location" || ra.Session != "s1" {
+	if ra.Done || rb.Done || ra.ID != rb.ID || ra.Kind != "location" || ra.Session != "s1" {
 		t.Fatalf("requests %+v %+v", ra, rb)
 	}
 	if err := d.Answer(rb.ID, json.RawMessage(`{"latitude":1,"longitude":2}`), ""); err != nil {
@@ -38,6 +38,11 @@ func TestDevices(t *testing.T) {
 	}
 	if string(<-got) != `{"latitude":1,"longitude":2}` {
 		t.Error("the answer did not reach the request")
+	}
+	// Both browsers hear that it ended: a prompt shown on one goes away
+	// once the other answered.
+	if da, db := <-a, <-b; !da.Done || !db.Done || da.ID != ra.ID || db.ID != ra.ID {
+		t.Errorf("no end of the request: %+v %+v", da, db)
 	}
 	if err := d.Answer(ra.ID, json.RawMessage(`{}`), ""); !errors.Is(err, ErrNoRequest) {
 		t.Errorf("a second answer: %v", err)
@@ -54,17 +59,52 @@ func TestDevices(t *testing.T) {
 	}()
 	r := <-a
 	d.Answer(r.ID, nil, "User denied Geolocation")
+	<-a // its end
 	if err := <-errc; !errors.Is(err, hostsvc.ErrDeviceRefused) {
 		t.Errorf("a refusal: %v", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	go func() { <-a }()
 	if _, err := d.Request(ctx, "s1", "location", nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("nobody answers: %v", err)
 	}
+	if q, end := <-a, <-a; q.Done || !end.Done || end.ID != q.ID {
+		t.Errorf("a request given up does not end: %+v %+v", q, end)
+	}
 	if len(d.pending) != 0 {
 		t.Errorf("%d requests left pending", len(d.pending))
+	}
+}
+
+// TestDeviceClaim: of two browsers, the first to claim a request acts
+// on it; a later claim, and a claim of an ended request, are refused.
+func TestDeviceClaim(t *testing.T) {
+	d := newDevices()
+	a, stopA := d.Connect()
+	defer stopA()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Request(context.Background(), "s1", "speak", map[string]string{"text": "hi"})
+		done <- err
+	}()
+	q := <-a
+	if string(q.Args) != `{"text":"hi"}` {
+		t.Errorf("args %s", q.Args)
+	}
+	if err := d.Claim(q.ID); err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if err := d.Claim(q.ID); !errors.Is(err, ErrClaimed) {
+		t.Errorf("second claim: %v", err)
+	}
+	if err := d.Answer(q.ID, json.RawMessage(`{"spoken":true}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Claim(q.ID); !errors.Is(err, ErrNoRequest) {
+		t.Errorf("a claim after the end: %v", err)
 	}
 }

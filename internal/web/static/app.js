@@ -10,7 +10,7 @@ import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { Settings } from "/app/settings.js";
-import { handleDeviceRequest } from "/app/device.js";
+import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
 
 const html = htm.bind(h);
 
@@ -83,7 +83,7 @@ function App() {
       }
       if (document.hidden && e.type === "approval_request") notify("den needs your approval", e.question || e.command);
       if (document.hidden && e.type === "status" && e.status === "idle") notify("den is done", "");
-    }, setConn, { device_request: handleDeviceRequest });
+    }, setConn, { device_request: handleDeviceRequest, device_done: handleDeviceDone });
     return () => f.close();
   }, [loadSessions]);
 
@@ -153,6 +153,7 @@ function App() {
         </ul>
       </aside>
       <div class="scrim" onClick=${() => setDrawer(false)} aria-hidden="true"></div>
+      <${DevicePrompts} onError=${setError} />
       <div class="toasts" role="status" aria-live="polite">
         ${toasts.map((t) => html`<div class="toast" key=${t.id}><strong>${t.title}</strong> ${t.message}
           <button class="link" onClick=${() => setToasts((list) => list.filter((x) => x !== t))}>Dismiss</button></div>`)}
