@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/performance"
+	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/chromedp"
 
 	"den.dev/den/internal/llm"
@@ -56,7 +58,9 @@ func longSession(t testing.TB, d *Den, n int) string {
 }
 
 // TestWebLongSession: a 10,000-message session opens on its latest
-// messages, and scrolling up loads older pages in order, none twice.
+// messages; scrolling up loads older pages in order, none twice, while
+// the page holds a bounded window of them and keeps in view what the
+// reader was looking at; scrolling back down brings the latest again.
 func TestWebLongSession(t *testing.T) {
 	d := newDen(t)
 	serveConfig(t, d, "")
@@ -65,31 +69,71 @@ func TestWebLongSession(t *testing.T) {
 	b := openBrowser(t, p, phoneScreen)
 	b.run(chromedp.Navigate(p.url + "/#" + id))
 	b.waitText(".msg.assistant .md", "answer 9999:")
-	// Scroll to the top until four older pages (100 questions) are in.
-	var texts []string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		b.exec(`document.querySelector(".messages").scrollTop = 0`)
-		time.Sleep(100 * time.Millisecond)
-		texts = eval[[]string](b, `[...document.querySelectorAll(".msg.user .bubble")].map(e => e.textContent)`)
-		if len(texts) >= 125 {
+	// questions are the numbers of the questions on the page, checked
+	// to be in order and each once.
+	questions := func() []int {
+		t.Helper()
+		texts := eval[[]string](b, `[...document.querySelectorAll(".msg.user .bubble")].map(e => e.textContent)`)
+		var ns []int
+		for _, s := range texts {
+			var n int
+			if _, err := fmt.Sscanf(s, "question %d:", &n); err != nil {
+				t.Fatalf("a question reads %q", s)
+			}
+			if len(ns) > 0 && n != ns[len(ns)-1]+2 {
+				t.Fatalf("question %d follows question %d", n, ns[len(ns)-1])
+			}
+			ns = append(ns, n)
+		}
+		if n := eval[int](b, `document.querySelectorAll(".msg").length`); n > 160 {
+			t.Fatalf("%d messages on the page", n)
+		}
+		return ns
+	}
+	// Up, until question 9500 is on the page: 500 messages, ten pages.
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		first := eval[string](b, `document.querySelector(".msg[data-id]").dataset.id`)
+		// Scroll to the top until the window moves (a render may bring
+		// the page back down to the newest messages first).
+		for moved := time.Now().Add(10 * time.Second); time.Now().Before(moved); time.Sleep(30 * time.Millisecond) {
+			now := eval[string](b, `(() => { const id = document.querySelector(".msg[data-id]").dataset.id;
+				if (id === "`+first+`") document.querySelector(".messages").scrollTop = 0; return id })()`)
+			if now != first {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		// What was first in view is still in view: the page did not jump.
+		inView := eval[bool](b, `(() => { const el = document.querySelector(".messages"); const m = document.querySelector('.msg[data-id="`+first+`"]');
+			if (!m) return false; const a = m.getBoundingClientRect(), c = el.getBoundingClientRect(); return a.bottom > c.top && a.top < c.bottom })()`)
+		if !inView {
+			b.shot("jumped")
+			t.Fatalf("after moving up, the message that was in view is not")
+		}
+		if qs := questions(); qs[0] <= 9500 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("only %d questions after scrolling up for a minute", len(texts))
+			t.Fatalf("the page reached only question %d scrolling up", questions()[0])
 		}
 	}
-	seen := map[string]bool{}
-	prev := -1
-	for _, s := range texts {
-		var n int
-		fmt.Sscanf(s, "question %d:", &n)
-		if seen[s] || n <= prev {
-			t.Fatalf("question %q out of order or twice (after %d)", s, prev)
+	b.waitText(".latest", "Jump to the latest")
+	b.shot("long-up")
+	// Down again, until the latest answer is back.
+	for deadline := time.Now().Add(90 * time.Second); ; {
+		b.exec(`(() => { const el = document.querySelector(".messages"); el.scrollTop = el.scrollHeight })()`)
+		time.Sleep(100 * time.Millisecond)
+		if qs := questions(); qs[len(qs)-1] == 9998 {
+			break
 		}
-		seen[s], prev = true, n
+		if time.Now().After(deadline) {
+			qs := questions()
+			t.Fatalf("the page came down only to question %d", qs[len(qs)-1])
+		}
 	}
-	if !strings.HasPrefix(texts[len(texts)-1], "question 9998:") {
-		t.Errorf("the newest question is %q", texts[len(texts)-1])
+	b.waitText(".msg.assistant .md", "answer 9999:")
+	if n := eval[int](b, `document.querySelectorAll(".latest").length`); n != 0 {
+		t.Errorf("Jump to the latest is still shown at the latest")
 	}
 	b.shot("long")
 }
@@ -108,8 +152,20 @@ func BenchmarkWebFigures(b *testing.B) {
 	p := startServe(b, d, llmtest.NewAnthropic(b, llmtest.Turn{Text: long}))
 	br := openBrowser(b, p, desktopScreen)
 	for b.Loop() {
-		// A fresh load, with the browser's cache off.
+		// A first visit (signed in): no cache, no service worker, nothing
+		// stored.
+		br.run(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, storage.ClearDataForOrigin, storage.ClearDataForOriginParams{Origin: p.url, StorageTypes: "service_workers,cache_storage,local_storage,indexeddb"}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, network.ClearBrowserCache, cdp.Empty{})
+			return err
+		}))
 		start := time.Now()
+		br.run(chromedp.Navigate(p.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#composer, .welcome`)))
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "ms-to-composer-cold")
+		// A later visit: the app from the browser's cache, revalidated.
+		start = time.Now()
 		br.run(chromedp.Navigate(p.url+"/"), chromedp.WaitVisible(chromedp.CSS(`#composer, .welcome`)))
 		ready := time.Since(start)
 		// What a first load transfers: every file the page fetched, as

@@ -2,7 +2,7 @@
 // approvals. State comes from the API; a session's events come over
 // Server-Sent Events, resumed with Last-Event-ID, so a reload, a tab
 // switch or a phone that slept shows every event once.
-import { h, render as mount } from "preact";
+import { h, render as mount, Component } from "preact";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, useCallback } from "preact/hooks";
 import htm from "htm";
 import { api, follow, ApiError } from "/app/api.js";
@@ -216,7 +216,7 @@ function useSession(id, onError) {
   const [status, setStatus] = useState("idle");
   const [failure, setFailure] = useState("");
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
-  const [, bump] = useState(0);
+  const [tick, bump] = useState(0); // bumped when a call's facts change
   const stream = useRef(null);
 
   const reload = useCallback(async (uptoEvent) => {
@@ -274,6 +274,7 @@ function useSession(id, onError) {
             break;
           case "tool_call":
             calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), labels: e.labels, running: true });
+            bump((n) => n + 1);
             setLive((segs) => [...segs, { kind: "tool", id: e.id, name: e.name, input: e.input, event: ev }]);
             break;
           case "tool_result":
@@ -325,14 +326,18 @@ function useSession(id, onError) {
     };
   }, [id]);
 
+  // older loads the page before the first message; it returns how many
+  // messages came.
   const older = useCallback(async () => {
-    if (!messages.length) return;
+    if (!messages.length) return 0;
     const r = await api.session(id, { before: messages[0].id });
-    setMessages((m) => [...(r.messages || []), ...m]);
+    const got = r.messages || [];
+    setMessages((m) => [...got, ...m]);
     setMore(!!r.more);
+    return got.length;
   }, [id, messages]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, reload };
+  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, tick, reload };
 }
 
 function Chat({ id, onError, onTitle, panel, setPanel }) {
@@ -374,23 +379,25 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
   }, [s.messages]);
   const live = s.live.filter((seg) => seg.kind !== "tool" || !committed.has(seg.id));
 
+  const visible = useMemo(() => s.messages.filter((m) => m.role !== "tool" && !(m.role === "user" && m.parts.every((p) => p.type === "tool_result"))),
+    [s.messages]);
+  const win = useWindow(list, visible, s.more, s.older);
+  const shown = visible.slice(win.start, win.end);
+  // The messages of the running turn (from the last question on) follow
+  // its calls as they run; the others render once and stay.
+  let turnFrom = visible.length;
+  while (turnFrom > 0 && visible[turnFrom - 1].role !== "user") turnFrom--;
+
   // Keep the newest text in view while it streams, unless the reader
   // scrolled up.
   useLayoutEffect(() => {
     const el = list.current;
-    if (el && stick.current) el.scrollTop = el.scrollHeight;
+    if (el && stick.current && win.following) el.scrollTop = el.scrollHeight;
   });
   const onScroll = () => {
     const el = list.current;
     stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-    if (el.scrollTop < 200 && s.more && !onScroll.loading) {
-      onScroll.loading = true;
-      const before = el.scrollHeight;
-      s.older().then(() => requestAnimationFrame(() => {
-        el.scrollTop += el.scrollHeight - before;
-        onScroll.loading = false;
-      }), () => (onScroll.loading = false));
-    }
+    win.onScroll();
   };
 
   useEffect(() => {
@@ -401,14 +408,18 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
     return () => window.removeEventListener("keydown", onKey);
   }, [busy, id]);
 
-  const visible = s.messages.filter((m) => m.role !== "tool" && !(m.role === "user" && m.parts.every((p) => p.type === "tool_result")));
   return html`
     <section class=${"chat" + (panel ? " with-panel" : "")} aria-label="Chat">
       <div class="chat-main">
       <div class="messages" ref=${list} onScroll=${onScroll} onClick=${onClick} role="log" aria-live="polite" aria-relevant="additions">
-        ${s.more && html`<button class="link older" onClick=${() => s.older()}>Load older messages</button>`}
-        ${visible.map((m, i) => html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${s.calls}
-          prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`)}
+        ${(win.start > 0 || s.more) && html`<button class="link older" onClick=${win.up}>Load older messages</button>`}
+        ${shown.map((m, j) => {
+          const i = win.start + j;
+          const inTurn = i >= turnFrom;
+          return html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${inTurn ? s.calls : null} tick=${inTurn ? s.tick : 0}
+            prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`;
+        })}
+        ${win.end < visible.length && html`<button class="link newer" onClick=${win.down}>Load newer messages</button>`}
         ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} session=${id} />`}
         ${s.approvals.map((a) => html`<${Approval} key=${a.id} a=${a} onError=${onError} />`)}
         ${s.queued.map((q) => html`<div class="msg user queued" key=${q.message_id}>
@@ -417,6 +428,7 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
           <span></span><span></span><span></span></div>`}
         ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
       </div>
+      ${!win.following && html`<button class="latest" onClick=${() => { stick.current = true; win.latest(); }}>Jump to the latest</button>`}
       <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }} />
       </div>
       ${(panel || termOpened) && html`
@@ -431,6 +443,108 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
     </section>`;
 }
 
+// ---------------------------------------------------------------- long sessions
+
+// WINDOW is how many messages are on the page at most; STEP how many it
+// moves by when the reader scrolls past either end. The rest stay in
+// memory (and older pages on den, loaded as the reader goes up).
+const WINDOW = 150;
+const STEP = 50;
+
+// useWindow keeps a window of the messages on the page: the latest ones
+// while the reader follows the conversation, an earlier stretch once
+// they scroll up. Moving the window keeps what the reader looks at in
+// place: the first message in view stays where it was on the screen.
+function useWindow(listRef, visible, more, older) {
+  const [top, setTop] = useState(null); // the id of the first message shown; null: follow the latest
+  const anchor = useRef(null); // {id, offset} to restore after a move
+  const moving = useRef(false); // a move waits for its render
+  const loading = useRef(false); // an older page is on its way
+  const n = visible.length;
+  let start = Math.max(0, n - WINDOW);
+  if (top !== null) {
+    const i = visible.findIndex((m) => m.id === top);
+    if (i >= 0) start = i;
+  }
+  const end = Math.min(n, start + WINDOW);
+  const following = top === null;
+
+  // pin records the first message in view and where it is.
+  const pin = () => {
+    const el = listRef.current;
+    if (!el) return;
+    const box = el.getBoundingClientRect();
+    for (const m of el.querySelectorAll(".msg[data-id]")) {
+      const r = m.getBoundingClientRect();
+      if (r.bottom > box.top) {
+        anchor.current = { id: m.dataset.id, offset: r.top - box.top };
+        return;
+      }
+    }
+  };
+  useLayoutEffect(() => {
+    if (!moving.current) return;
+    moving.current = false;
+    const a = anchor.current;
+    const el = listRef.current;
+    anchor.current = null;
+    if (!a || !el) return;
+    const m = el.querySelector(`.msg[data-id="${CSS.escape(a.id)}"]`);
+    if (m) el.scrollTop += m.getBoundingClientRect().top - el.getBoundingClientRect().top - a.offset;
+  });
+
+  const moveTo = (i) => {
+    moving.current = true;
+    pin();
+    const next = Math.max(0, Math.min(i, n - 1));
+    setTop(next + WINDOW >= n ? null : visible[next].id);
+  };
+  // An older page asked for: once it is in, the window moves up over it.
+  const pending = useRef(null);
+  useEffect(() => {
+    const first = pending.current;
+    if (!first) return;
+    const i = visible.findIndex((m) => m.id === first);
+    if (i <= 0) return; // not in yet
+    pending.current = null;
+    loading.current = false;
+    moveTo(i - STEP);
+  }, [visible]);
+  const up = async () => {
+    if (moving.current || loading.current) return;
+    if (start > 0) return moveTo(start - STEP);
+    if (!more || !n) return;
+    loading.current = true;
+    // Hold the window on what is shown while the page comes.
+    pending.current = visible[0].id;
+    setTop(visible[0].id);
+    let k = 0;
+    try {
+      k = await older();
+    } catch {
+      /* den out of reach: the reader can scroll again */
+    }
+    if (!k) {
+      pending.current = null;
+      loading.current = false;
+    }
+  };
+  const down = () => {
+    if (!moving.current && !loading.current && end < n) moveTo(start + STEP);
+  };
+  const onScroll = () => {
+    const el = listRef.current;
+    if (!el || moving.current || loading.current) return;
+    if (el.scrollTop < 300 && (start > 0 || more)) up();
+    else if (el.scrollHeight - el.scrollTop - el.clientHeight < 300 && end < n) down();
+  };
+  const latest = () => {
+    anchor.current = null;
+    setTop(null);
+  };
+  return { start, end, following: following || end >= n, onScroll, up, down, latest };
+}
+
 function precedingUser(msgs, i) {
   for (let j = i - 1; j >= 0; j--) if (msgs[j].role === "user") return msgs[j];
   return null;
@@ -438,7 +552,24 @@ function precedingUser(msgs, i) {
 
 // ---------------------------------------------------------------- messages
 
-function Message({ m, session, results, calls, prevUser, last, busy, onError, reload }) {
+// memo renders C again only when one of its props changed: a long
+// session's messages render once, not on every streamed word.
+function memo(C) {
+  return class extends Component {
+    shouldComponentUpdate(next) {
+      for (const k in next) if (next[k] !== this.props[k]) return true;
+      for (const k in this.props) if (!(k in next)) return true;
+      return false;
+    }
+    render(props) {
+      return h(C, props);
+    }
+  };
+}
+
+const Message = memo(MessageView);
+
+function MessageView({ m, session, results, calls, prevUser, last, busy, onError, reload }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState("");
   const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
@@ -448,7 +579,7 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
   if (m.role === "user") {
     const { said, attached } = attachments(text);
     return html`
-      <div class="msg user">
+      <div class="msg user" data-id=${m.id}>
         ${editing
           ? html`<form class="edit" onSubmit=${(e) => { e.preventDefault(); setEditing(false); act(() => api.edit(session, m.id, draft)); }}>
               <textarea aria-label="Edit message" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea>
@@ -464,11 +595,11 @@ function Message({ m, session, results, calls, prevUser, last, busy, onError, re
       </div>`;
   }
   return html`
-    <div class="msg assistant">
+    <div class="msg assistant" data-id=${m.id}>
       ${m.parts.map((p, i) => {
         if (p.type === "text") return html`<${Markdown} key=${i} text=${p.text} />`;
         if (p.type === "thinking") return html`<${Thinking} key=${i} text=${p.text} />`;
-        if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls.get(p.id)} session=${session} />`;
+        if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls && calls.get(p.id)} session=${session} />`;
         if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
         return null;
       })}
