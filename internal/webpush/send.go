@@ -3,6 +3,7 @@ package webpush
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -127,6 +128,12 @@ func (s *Sender) post(ctx context.Context, endpoint string, body []byte, m Messa
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		// Not the *url.Error itself: it quotes the whole endpoint, whose
+		// path identifies the browser.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return fmt.Errorf("webpush: send to %s: %w", hostOf(endpoint), err)
 	}
 	defer resp.Body.Close()
