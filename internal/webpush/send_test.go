@@ -3,6 +3,7 @@ package webpush
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,18 +141,19 @@ func TestSendCanceled(t *testing.T) {
 	}
 	b.Release()
 
+	// The client tells when Send has read the 503: Send then waits the
+	// 20 s asked for, and cancel must end that wait (the error then
+	// tells of the 503; were the wait not canceled, Send would try again
+	// 20 s later and fail on the canceled request instead).
+	read := make(chan struct{}, 1)
+	s.Client = &http.Client{Transport: hook{svc.Client().Transport, read}}
 	b.Answer(webpushtest.Answer{Status: 503, RetryAfter: "20"})
 	ctx, cancel = context.WithCancel(context.Background())
 	go func() { done <- s.Send(ctx, sub, m) }()
-	if r := b.Next(t, 10*time.Second); r.Status != 503 {
-		t.Fatalf("first answer %d", r.Status)
-	}
-	// Most likely Send now waits the 20 s asked for; cancel ends that
-	// wait (were it not canceled, Send would return nil 20 s later).
-	time.Sleep(100 * time.Millisecond)
+	<-read
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("waiting to retry: %v, want context.Canceled", err)
+	if err := <-done; !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "503") {
+		t.Errorf("waiting to retry: %v, want context.Canceled after the 503", err)
 	}
 }
 
@@ -172,4 +174,33 @@ func TestSendRefusesBadMessages(t *testing.T) {
 	if err := s.Send(context.Background(), sub, Message{Contact: "mailto:a@b", Payload: make([]byte, MaxPayload+1)}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("a payload too large: %v", err)
 	}
+}
+
+// hook is a transport that signals on read when a response's body is
+// closed: the client is done with the answer.
+type hook struct {
+	http.RoundTripper
+	read chan struct{}
+}
+
+func (h hook) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := h.RoundTripper.RoundTrip(r)
+	if err == nil {
+		resp.Body = closeHook{resp.Body, h.read}
+	}
+	return resp, err
+}
+
+type closeHook struct {
+	io.ReadCloser
+	read chan struct{}
+}
+
+func (c closeHook) Close() error {
+	err := c.ReadCloser.Close()
+	select {
+	case c.read <- struct{}{}:
+	default:
+	}
+	return err
 }

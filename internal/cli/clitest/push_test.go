@@ -59,7 +59,7 @@ func TestPushEndToEnd(t *testing.T) {
 		{"title": "Hello", "body": "from-the-computer", "session_id": id, "url": "/#" + id, "kind": "notify"},
 		{"title": "notify me", "body": "I sent the notification.", "tag": "done-" + id, "session_id": id, "url": "/#" + id, "kind": "done"},
 	} {
-		r := browser.Next(t, 2*time.Minute)
+		r := browser.Next(t, 60*time.Second)
 		if r.Err != nil || r.Status != http.StatusCreated {
 			t.Fatalf("the push service refused den's message: %d %v\n%s", r.Status, r.Err, p.stderr)
 		}
