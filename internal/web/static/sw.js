@@ -80,10 +80,10 @@ self.addEventListener("notificationclick", (e) => {
     const dens = list.filter((c) => new URL(c.url).origin === self.location.origin);
     const c = dens.find((c) => c.focused) || dens.find((c) => c.visibilityState === "visible") || dens[0];
     if (!c) return self.clients.openWindow(url);
-    const focused = await c.focus();
-    if (c.url !== url) {
+    const focused = await c.focus().catch(() => c);
+    if (focused.url !== url) {
       // navigate works on a window this worker controls; another is
-      // left focused where it was.
+      // left where it was.
       await focused.navigate(url).catch(() => {});
     }
   }));
