@@ -46,6 +46,13 @@ type Server struct {
 	// IdleStop stops a session's computer after it has been idle this
 	// long (a duration such as "15m"; default 15m, "0" never).
 	IdleStop string `toml:"idle_stop"`
+	// Push is false to turn Web Push off (on when unset): no key is
+	// made and the push routes answer 404.
+	Push *bool `toml:"push"`
+	// PushContact is the VAPID subject push services may reach den's
+	// operator at: a mailto: or https: URI. Unset, den uses the https
+	// origin the browser subscribed from, or mailto:den@localhost.
+	PushContact string `toml:"push_contact"`
 }
 
 // Sandbox chooses the backend.
@@ -360,7 +367,31 @@ func (s Server) validate(path string, data []byte) error {
 	if _, err := s.IdleStopAfter(); err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrInvalid, at("idle_stop"), err)
 	}
+	if s.PushContact != "" && !validContact(s.PushContact) {
+		return fmt.Errorf("%w: %s %q: want a mailto: or https: URI such as \"mailto:you@example.org\"", ErrInvalid, at("push_contact"), s.PushContact)
+	}
 	return nil
+}
+
+// PushOn reports whether Web Push is on: unless push = false.
+func (s Server) PushOn() bool { return s.Push == nil || *s.Push }
+
+// validContact reports whether c can be a VAPID subject: a mailto: URI
+// with an address, or an https: URL with a host, without spaces or
+// quotes.
+func validContact(c string) bool {
+	if strings.ContainsAny(c, " \t\r\n\"\\") {
+		return false
+	}
+	if addr, ok := strings.CutPrefix(c, "mailto:"); ok {
+		local, domain, found := strings.Cut(addr, "@")
+		return found && local != "" && domain != ""
+	}
+	if rest, ok := strings.CutPrefix(c, "https://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		return host != ""
+	}
+	return false
 }
 
 // Proxies parses TrustedProxies: addresses (a /32 or /128) or CIDR

@@ -63,6 +63,10 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"[rootfs]\nalpine_mirror = \"x\"\nalpine = \"3.21\"\n", ":3: unknown key rootfs.alpine"},
 		{"# den\n[sandbx]\nbackend = \"bwrap\"\n", ":2: unknown key sandbx"},
 		{"[agents.default]\nnetwork = \"off\"\n\n[agents.other]\nnetwork = \"maybe\"\n", ":5: agents.other.network"},
+		{"[server]\nlisten = \"127.0.0.1:7700\"\npush_contact = \"den@example.org\"\n", ":3: server.push_contact"},
+		{"[server]\npush_contact = \"http://den.example.org\"\n", ":2: server.push_contact"},
+		{"[server]\npush_contact = \"mailto:\"\n", ":2: server.push_contact"},
+		{"[server]\npush = \"no\"\n", "push"},
 	} {
 		p := write(t, c.text)
 		_, err := Load(p, true)
@@ -128,5 +132,29 @@ func TestSetKeepsCommentsAndGetMasksSecrets(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(p); string(after) != string(before) {
 		t.Error("file changed by a refused set")
+	}
+}
+
+// TestServerPush: push is on unless set to false; push_contact takes a
+// mailto: address or an https: URL.
+func TestServerPush(t *testing.T) {
+	for _, c := range []struct {
+		text    string
+		on      bool
+		contact string
+	}{
+		{"", true, ""},
+		{"[server]\npush = true\n", true, ""},
+		{"[server]\npush = false\n", false, ""},
+		{"[server]\npush_contact = \"mailto:me@example.org\"\n", true, "mailto:me@example.org"},
+		{"[server]\npush_contact = \"https://den.example.ts.net\"\n", true, "https://den.example.ts.net"},
+	} {
+		c2, err := Load(write(t, c.text), true)
+		if err != nil {
+			t.Fatalf("%q: %v", c.text, err)
+		}
+		if c2.Server.PushOn() != c.on || c2.Server.PushContact != c.contact {
+			t.Errorf("%q: push on %v, contact %q", c.text, c2.Server.PushOn(), c2.Server.PushContact)
+		}
 	}
 }

@@ -5,11 +5,13 @@
 //
 // Start: the store opens (migrating it), the runtime starts and, once a
 // second, repairs sessions a killed den left running and runs queued
-// messages; the guard loads (or makes) the token; the listener opens.
+// messages; Web Push (unless [server] push = false) loads or makes its
+// key and follows the events it sends; the guard loads (or makes) the
+// token; the listener opens.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
 // event streams end, running turns end at their next turn boundary
 // within Options.Grace (the rest are canceled and their calls recorded),
-// computers stop, the store closes.
+// pushes in flight are canceled, computers stop, the store closes.
 package daemon
 
 import (
@@ -31,11 +33,13 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
+	"den.dev/den/internal/push"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
+	"den.dev/den/internal/webpush"
 )
 
 // DefaultListen is where den serve listens unless told otherwise.
@@ -83,7 +87,12 @@ type Daemon struct {
 	metrics  *metrics.Metrics
 	observed *session.Subscription // every event, for the metrics
 	counted  chan struct{}         // closed when the metrics stop counting
-	once     sync.Once
+
+	push    *push.Service         // nil when push = false
+	pushed  *session.Subscription // the events push sends
+	pushing chan struct{}         // closed when push stops reading them
+
+	once sync.Once
 }
 
 // New starts everything but the serving loop: the listener is open when
@@ -132,11 +141,19 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.count(); err != nil {
+	d.rt.Sync()
+	last, err := d.rt.LastEventID(context.Background())
+	if err != nil {
 		return nil, err
 	}
+	d.count(last)
+	if cfg.Server.PushOn() {
+		if err := d.startPush(last); err != nil {
+			return nil, err
+		}
+	}
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics})
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push})
 	var tlsConfig *tls.Config
 	if o.SelfSigned || o.CertFile != "" {
 		if tlsConfig, err = d.loadTLS(); err != nil {
@@ -189,14 +206,9 @@ func (d *Daemon) loadTLS() (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// count feeds the metrics every event from now on: this daemon's and
+// count feeds the metrics every event after last: this daemon's and
 // those of den run and den chat on the same data dir.
-func (d *Daemon) count() error {
-	d.rt.Sync()
-	last, err := d.rt.LastEventID(context.Background())
-	if err != nil {
-		return err
-	}
+func (d *Daemon) count(last int64) {
 	d.metrics = metrics.New()
 	d.observed = d.rt.Subscribe("", last, nil)
 	d.counted = make(chan struct{})
@@ -213,7 +225,6 @@ func (d *Daemon) count() error {
 			d.metrics.Observe(e)
 		}
 	}()
-	return nil
 }
 
 // stopCounting ends the metrics' subscription and waits for it.
@@ -221,6 +232,57 @@ func (d *Daemon) stopCounting() {
 	if d.observed != nil {
 		d.observed.Close()
 		<-d.counted
+	}
+}
+
+// pushClient posts to push services: it follows no redirect (a push
+// service answers, it does not send elsewhere), and each attempt has a
+// deadline.
+func pushClient() *http.Client {
+	return &http.Client{
+		Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// startPush loads (or makes) the VAPID key and sends the events after
+// last that make notifications to the subscribed browsers. Its own
+// goroutine reads them; sending never holds it up.
+func (d *Daemon) startPush(last int64) error {
+	keys, err := webpush.LoadKeys(filepath.Join(d.o.DataDir, "push"))
+	if err != nil {
+		return fmt.Errorf("%w (or set [server] push = false)", err)
+	}
+	d.push = push.New(push.Options{Store: d.st, Keys: keys, Client: pushClient(), Log: d.log,
+		Contact: func() string { return d.rt.Config().Server.PushContact }})
+	d.pushed = d.rt.Subscribe("", last, push.Wanted)
+	d.pushing = make(chan struct{})
+	go func() {
+		defer close(d.pushing)
+		for {
+			e, err := d.pushed.Next(context.Background())
+			if err != nil {
+				if !errors.Is(err, session.ErrClosed) {
+					d.log.Warn("push: events not read", "err", err)
+				}
+				return
+			}
+			d.push.Handle(e)
+		}
+	}()
+	return nil
+}
+
+// stopPush ends push's subscription, waits for its reader, then cancels
+// the sends in flight and waits for them.
+func (d *Daemon) stopPush() {
+	if d.pushed != nil {
+		d.pushed.Close()
+		<-d.pushing
+	}
+	if d.push != nil {
+		d.push.Close()
 	}
 }
 
@@ -291,6 +353,7 @@ func (d *Daemon) Stop() {
 		cancel()
 		d.rt.Shutdown(d.o.Grace)
 		d.stopCounting()
+		d.stopPush()
 		d.st.Close()
 		d.lock.Close()
 		d.log.Info("den serve: stopped")
@@ -306,6 +369,7 @@ func (d *Daemon) close() {
 		d.ln.Close()
 	}
 	d.stopCounting()
+	d.stopPush()
 	if d.rt != nil {
 		d.rt.Close()
 	}

@@ -40,6 +40,10 @@ var allowed = map[string][]string{
 	"service":        {"service"},
 	// The metrics read events and know nothing of what makes them.
 	"metrics": {"metrics", "store", "llm"},
+	// Web Push's protocol knows nothing of den; what den sends with it
+	// reads stored events and subscriptions only.
+	"webpush": {"webpush"},
+	"push":    {"push", "webpush", "store", "llm"},
 	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
+	"den.dev/den/internal/push"
 	"den.dev/den/internal/server/files"
 	"den.dev/den/internal/server/openaicompat"
 	"den.dev/den/internal/server/reply"
@@ -24,6 +25,7 @@ import (
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/web"
+	"den.dev/den/internal/webpush"
 )
 
 // Options wire a Server.
@@ -39,6 +41,9 @@ type Options struct {
 	// Metrics, when set, is served at /metrics with the server's
 	// gauges; whoever made it feeds it the events.
 	Metrics *metrics.Metrics
+	// Push, when set, answers the Web Push routes; they are 404 without
+	// it (push = false).
+	Push *push.Service
 }
 
 // Server answers den's API.
@@ -136,6 +141,10 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/usage", false, s.usage},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},
+		{"GET", "/api/v1/push", false, s.pushInfo},
+		{"POST", "/api/v1/push/subscriptions", false, s.subscribePush},
+		{"DELETE", "/api/v1/push/subscriptions", false, s.unsubscribePush},
+		{"POST", "/api/v1/push/test", false, s.testPush},
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
@@ -207,6 +216,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, webpush.ErrBadSubscription):
+		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid), errors.Is(err, config.ErrNoKey),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}

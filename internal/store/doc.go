@@ -29,6 +29,8 @@
 //	audit      (id, created_at, agent, session_id, command, action,
 //	            args JSON, decision, decided_by, approval_id, exit_code,
 //	            waited_us, duration_us)
+//	push_subscriptions (endpoint PK, p256dh, auth, user_agent, origin,
+//	            created_at, last_success, failures)
 //
 // Times are Unix nanoseconds (INTEGER), money is integer micro-dollars
 // (sums are exact), tables are STRICT. Ids are 20 characters of

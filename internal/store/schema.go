@@ -240,6 +240,23 @@ INSERT INTO message_text (rowid, text, session_id)
 	SELECT m.rowid, group_concat(json_extract(p.value, '$.text'), char(10)), m.session_id
 	FROM messages m, json_each(m.parts) p WHERE json_extract(p.value, '$.type') = 'text' GROUP BY m.rowid;
 `,
+	// 8: browsers subscribed to Web Push. A subscription is its push
+	// service's endpoint (the key), the browser's P-256 key and auth
+	// secret (raw bytes), the user agent and page origin it subscribed
+	// from, and how its last messages went: the last one taken, and how
+	// many failed since.
+	`
+CREATE TABLE push_subscriptions (
+	endpoint     TEXT PRIMARY KEY CHECK (endpoint <> ''),
+	p256dh       BLOB NOT NULL CHECK (length(p256dh) = 65),
+	auth         BLOB NOT NULL CHECK (length(auth) = 16),
+	user_agent   TEXT NOT NULL DEFAULT '',
+	origin       TEXT NOT NULL DEFAULT '',
+	created_at   INTEGER NOT NULL,
+	last_success INTEGER,
+	failures     INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0)
+) STRICT;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

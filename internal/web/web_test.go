@@ -119,3 +119,36 @@ func TestMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerShell: every file the service worker caches as the app
+// shell is served (a missing one would fail its install), push.js among
+// them, and the worker handles pushes and their clicks.
+func TestWorkerShell(t *testing.T) {
+	h := &Handler{}
+	sw := get(t, h.Worker, "/sw.js").Body.String()
+	m := regexp.MustCompile(`(?s)const SHELL = \[(.*?)\];`).FindStringSubmatch(sw)
+	if m == nil {
+		t.Fatal("sw.js has no SHELL list")
+	}
+	files := regexp.MustCompile(`"([^"]+)"`).FindAllStringSubmatch(m[1], -1)
+	seen := map[string]bool{}
+	for _, f := range files {
+		path := f[1]
+		seen[path] = true
+		serve := h.File
+		if path == "/" {
+			serve = h.Index
+		}
+		if w := get(t, serve, path); w.Code != http.StatusOK {
+			t.Errorf("%s: %d", path, w.Code)
+		}
+	}
+	if !seen["/app/push.js"] || !seen["/"] {
+		t.Errorf("the shell lacks push.js or the page: %v", seen)
+	}
+	for _, want := range []string{`addEventListener("push"`, `addEventListener("notificationclick"`, "showNotification("} {
+		if !strings.Contains(sw, want) {
+			t.Errorf("sw.js lacks %s", want)
+		}
+	}
+}

@@ -66,11 +66,12 @@ func serveConfig(t testing.TB, d *Den, extra string) {
 }
 
 // startServe starts den serve on a free loopback port with the test's
-// token, talking to fake.
-func startServe(t testing.TB, d *Den, fake *llmtest.Server) *daemonProc {
+// token, talking to fake, with env (KEY=value) added to its
+// environment.
+func startServe(t testing.TB, d *Den, fake *llmtest.Server, env ...string) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(d.Bin, "serve", "--listen", "127.0.0.1:0")
-	cmd.Env = append(d.Env(), "DEN_TOKEN="+serveToken, "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL)
+	cmd.Env = append(append(d.Env(), "DEN_TOKEN="+serveToken, "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL), env...)
 	p := &daemonProc{cmd: cmd, stderr: &lockedBuffer{}}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {

@@ -56,8 +56,14 @@ func chromium(t testing.TB) string {
 // openBrowser starts Chromium at sc's size and signs it in to p.
 func openBrowser(t testing.TB, p *daemonProc, sc screen) *browser {
 	t.Helper()
+	return openBrowserWith(t, chromium(t), p, sc)
+}
+
+// openBrowserWith is openBrowser with the Chromium at exec.
+func openBrowserWith(t testing.TB, exec string, p *daemonProc, sc screen) *browser {
+	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium(t)),
+		chromedp.ExecPath(exec),
 		chromedp.NoSandbox, // den's tests run as root; the page is den's own
 		chromedp.WindowSize(int(sc.width), int(sc.height)),
 		chromedp.Flag("lang", "en-US"),
