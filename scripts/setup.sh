@@ -12,9 +12,11 @@ pkgs=(bubblewrap debootstrap busybox-static ca-certificates tar xz-utils zstd)
 pkgs+=(slirp4netns uidmap)
 if [ "${1:-}" = --test ]; then
 	pkgs+=(proot util-linux passwd hyperfine espeak-ng iproute2 python3 systemd)
-	# The web face's tests drive real Chromium; npm re-fetches the
-	# vendored browser libraries to check the committed copies.
-	pkgs+=(chromium-headless-shell fonts-dejavu-core)
+	# The web face's tests drive real Chromium (the headless shell, and
+	# the full browser where notifications are tested: the shell has
+	# none); npm re-fetches the vendored browser libraries to check the
+	# committed copies.
+	pkgs+=(chromium-headless-shell chromium fonts-dejavu-core)
 	# A Node.js from elsewhere brings its own npm (and conflicts with
 	# Debian's): install Debian's only when there is none.
 	if ! command -v npm >/dev/null; then pkgs+=(nodejs npm); fi

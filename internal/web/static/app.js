@@ -170,7 +170,8 @@ function App() {
               onClick=${() => setPanel(panel === "terminal" ? null : "terminal")}>${icon(ICONS.terminal)}</button>`}
         </header>
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
-        ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)} /></div>`}
+        ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
+          onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel} />`
           : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>

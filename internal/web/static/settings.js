@@ -1,123 +1,260 @@
-// Settings: the agents (model, instructions, trust), the providers
-// (their keys written, never shown again), usage and cost, and this
-// browser's notifications. Changes go through PATCH /api/v1/config,
-// checked as den config set checks them.
+// Settings: the agents (model, trust, instructions, network, mounts,
+// permissions), the models and groups, the providers (keys written,
+// never shown again), the standing approvals, usage and cost per day
+// and per session, this device's notifications, and den's token.
+// Changes go through PATCH /api/v1/config, checked as den config set
+// checks them: a change den refuses leaves the file as it was.
 import { h } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import htm from "htm";
 import { api } from "/app/api.js";
+import { pushState, enablePush, disablePush, testPush } from "/app/push.js";
 
 const html = htm.bind(h);
 
-async function setKeys(set) {
-  const resp = await fetch("/api/v1/config", {
-    method: "PATCH", credentials: "same-origin",
-    headers: { "Content-Type": "application/json" }, body: JSON.stringify({ set }),
-  });
+async function request(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: {} };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const resp = await fetch(path, init);
+  if (resp.status === 204) return null;
   const data = await resp.json().catch(() => null);
   if (!resp.ok) throw new Error((data && data.error && data.error.message) || `den answered ${resp.status}`);
   return data;
 }
 
-async function usage(query) {
-  const resp = await fetch("/api/v1/usage?" + new URLSearchParams(query), { credentials: "same-origin" });
-  if (!resp.ok) throw new Error(`den answered ${resp.status}`);
-  return (await resp.json()).usage;
-}
+// change sets and removes config keys in one request.
+const change = (set, unset) => request("PATCH", "/api/v1/config", unset && unset.length ? { set, unset } : { set });
 
-export function Settings({ onError, onClose }) {
+// key quotes the parts of a config key that are not bare.
+const key = (...parts) => parts.map((p) => (/^[A-Za-z0-9_-]+$/.test(p) ? p : JSON.stringify(p))).join(".");
+
+const TRUST = ["restricted", "trusted", "full"];
+const DECISIONS = ["allow", "ask", "deny"];
+// The commands and actions a permission may name.
+const COMMANDS = [
+  "den-open", "den-notify", "den-ask", "den-model list", "den-model run", "den-sessions list", "den-sessions search",
+  "den-sessions show", "den-sessions send", "den-config get", "den-config set", "den-clipboard read", "den-clipboard write",
+  "den-speak", "den-location", "den-camera",
+];
+
+const SECTIONS = [["s-agents", "Agents"], ["s-models", "Models"], ["s-providers", "Providers"], ["s-rules", "Approvals"],
+  ["s-usage", "Usage"], ["s-device", "This device"], ["s-access", "Access"]];
+
+export function Settings({ onError, onClose, onOpen }) {
   const [agents, setAgents] = useState([]);
+  const [catalog, setCatalog] = useState(null);
   const [saved, setSaved] = useState("");
   const [failed, setFailed] = useState("");
-  const [spend, setSpend] = useState({});
-  const reload = () => api.agents().then((r) => setAgents(r.agents || []), (e) => onError(e.message));
-  useEffect(() => {
-    reload();
-    Promise.all([usage({ since: "24h" }), usage({ since: "720h" })]).then(([day, month]) => setSpend({ day, month }), () => {});
-  }, []);
-  const save = async (set, what) => {
+  const reload = () => {
+    api.agents().then((r) => setAgents(r.agents || []), (e) => onError(e.message));
+    request("GET", "/api/v1/models").then(setCatalog, () => {});
+  };
+  useEffect(reload, []);
+  // save runs a change and says how it went.
+  const save = async (what, fn) => {
     try {
-      await setKeys(set);
+      await fn();
       setFailed("");
       setSaved(`${what} saved.`);
       reload();
+      return true;
     } catch (e) {
       setSaved("");
       setFailed(e.message);
+      return false;
     }
   };
   return html`
     <div class="settings">
       <header class="panel-top"><h2>Settings</h2>
         <button class="icon" aria-label="Close settings" onClick=${onClose}>×</button></header>
+      <nav class="settings-nav" aria-label="Settings sections">
+        ${SECTIONS.map(([id, label]) => html`<a href=${"#" + id} onClick=${(e) => {
+          e.preventDefault();
+          document.getElementById(id)?.scrollIntoView({ block: "start" });
+        }}>${label}</a>`)}
+      </nav>
       <div class="settings-body">
         ${saved && html`<p class="banner" role="status">${saved}</p>`}
         ${failed && html`<p class="banner error" role="alert">${failed}</p>`}
         <section aria-labelledby="s-agents"><h3 id="s-agents">Agents</h3>
+          <datalist id="model-options">
+            ${catalog && (catalog.groups || []).map((g) => html`<option value=${g.name}>group: ${(g.members || []).join(", ")}</option>`)}
+            ${catalog && (catalog.models || []).filter((m) => m.available).map((m) => html`<option value=${m.ref} />`)}
+          </datalist>
           ${agents.map((a) => html`<${AgentForm} key=${a.name} a=${a} save=${save} />`)}
         </section>
-        <${ProviderForm} save=${save} />
-        <section aria-labelledby="s-usage"><h3 id="s-usage">Usage</h3>
-          <table class="usage"><thead><tr><th></th><th>Requests</th><th>Tokens in / out</th><th>Cost</th></tr></thead>
-          <tbody>${[["Last 24 hours", spend.day], ["Last 30 days", spend.month]].map(([label, u]) => html`<tr>
-            <th scope="row">${label}</th><td>${u ? u.requests : "…"}</td>
-            <td>${u ? `${u.input_tokens + u.cache_read_tokens + u.cache_write_tokens} / ${u.output_tokens}` : "…"}</td>
-            <td>${u ? "$" + u.cost_usd.toFixed(4) : "…"}</td></tr>`)}</tbody></table>
-          <p class="muted">Each session's usage is in its own record (<code>den usage</code> on the host).</p>
-        </section>
+        <${Models} catalog=${catalog} save=${save} />
+        <${Providers} catalog=${catalog} save=${save} />
+        <${Rules} onError=${onError} save=${save} />
+        <${Usage} onOpen=${onOpen} />
         <section aria-labelledby="s-device"><h3 id="s-device">This device</h3>
           <${NotifyToggle} />
-          <p class="muted">To sign every device out, run <code>den token --rotate</code> on the host.</p>
+          <${PushToggle} />
         </section>
+        <${Access} save=${save} />
       </div>
     </div>`;
 }
 
+// ---------------------------------------------------------------- agents
+
 function AgentForm({ a, save }) {
   const [model, setModel] = useState(a.model || "");
-  const [instructions, setInstructions] = useState("");
-  const [trust, setTrust] = useState(a.trust || "");
-  const prefix = `agents.${a.name}.`;
+  const [trust, setTrust] = useState(a.trust || "trusted");
+  const [network, setNetwork] = useState(a.network || "on");
+  const [instructions, setInstructions] = useState(a.instructions || "");
+  const [mounts, setMounts] = useState(a.mounts || []);
+  const [perms, setPerms] = useState(Object.entries(a.permissions || {}));
+  const [mount, setMount] = useState({ host: "", guest: "", ro: true });
+  const prefix = ["agents", a.name];
   const submit = (e) => {
     e.preventDefault();
     const set = {};
-    if (model && model !== a.model) set[prefix + "model"] = model;
-    if (instructions) set[prefix + "instructions"] = instructions;
-    if (trust && trust !== a.trust) set[prefix + "trust"] = trust;
-    if (Object.keys(set).length) save(set, `Agent ${a.name}`);
+    const unset = [];
+    const put = (k, v, was) => {
+      if (v === was) return;
+      if (v === "" || (Array.isArray(v) && !v.length)) {
+        if (was !== undefined && was !== "" && !(Array.isArray(was) && !was.length)) unset.push(key(...prefix, k));
+      } else {
+        set[key(...prefix, k)] = v;
+      }
+    };
+    put("model", model.trim(), a.model || "");
+    put("trust", trust, a.trust || "trusted");
+    put("network", network, a.network || "on");
+    put("instructions", instructions, a.instructions || "");
+    if (JSON.stringify(mounts) !== JSON.stringify(a.mounts || [])) put("mounts", mounts, a.mounts || []);
+    const was = a.permissions || {};
+    const now = Object.fromEntries(perms.filter(([c]) => c.trim()));
+    for (const [c, d] of Object.entries(now)) if (was[c] !== d) set[key(...prefix, "permissions", c)] = d;
+    for (const c of Object.keys(was)) if (!(c in now)) unset.push(key(...prefix, "permissions", c));
+    if (Object.keys(set).length || unset.length) save(`Agent ${a.name}`, () => change(set, unset));
+  };
+  const addMount = () => {
+    if (!mount.host.startsWith("/") && !mount.host.startsWith("~")) return;
+    if (!mount.guest.startsWith("/")) return;
+    setMounts([...mounts, `${mount.host}:${mount.guest}:${mount.ro ? "ro" : "rw"}`]);
+    setMount({ host: "", guest: "", ro: true });
   };
   return html`<form class="card" onSubmit=${submit} aria-label=${"Agent " + a.name}>
     <h4>${a.name}</h4>
-    <label>Model <input name="model" value=${model} placeholder="provider/model or a group" onInput=${(e) => setModel(e.target.value)} /></label>
-    <label>Trust <select name="trust" value=${trust} onChange=${(e) => setTrust(e.target.value)}>
-      ${["restricted", "trusted", "full"].map((t) => html`<option value=${t}>${t}</option>`)}</select></label>
-    <label>Instructions <textarea name="instructions" rows="3" placeholder="Extra instructions (replace the current ones)"
+    <label>Model <input name="model" value=${model} list="model-options" autocomplete="off" placeholder="provider/model or a group"
+      onInput=${(e) => setModel(e.target.value)} /></label>
+    <div class="pair">
+      <label>Trust <select name="trust" value=${trust} onChange=${(e) => setTrust(e.target.value)}>
+        ${TRUST.map((t) => html`<option value=${t}>${t}</option>`)}</select></label>
+      <label>Network <select name="network" value=${network} onChange=${(e) => setNetwork(e.target.value)}>
+        <option value="on">on</option><option value="off">off</option></select></label>
+    </div>
+    <label>Instructions <textarea name="instructions" rows="4" placeholder="Extra instructions for this agent's system prompt"
       value=${instructions} onInput=${(e) => setInstructions(e.target.value)}></textarea></label>
+    ${a.instructions_file && html`<p class="muted">Also read from ${a.instructions_file}.</p>`}
+    <fieldset><legend>Folders of this machine in the computer</legend>
+      <ul class="rows">${mounts.map((m, i) => html`<li key=${m}><code>${m}</code>
+        <button type="button" class="link" aria-label=${"Remove mount " + m} onClick=${() => setMounts(mounts.filter((_, j) => j !== i))}>Remove</button></li>`)}
+        ${mounts.length === 0 && html`<li class="muted">None.</li>`}</ul>
+      <div class="pair">
+        <label>Folder here <input name="mount_host" value=${mount.host} placeholder="~/notes" onInput=${(e) => setMount({ ...mount, host: e.target.value })} /></label>
+        <label>In the computer <input name="mount_guest" value=${mount.guest} placeholder="/mnt/notes" onInput=${(e) => setMount({ ...mount, guest: e.target.value })} /></label>
+      </div>
+      <label class="check"><input type="checkbox" checked=${mount.ro} onChange=${(e) => setMount({ ...mount, ro: e.target.checked })} /> Read-only</label>
+      <button type="button" onClick=${addMount}>Add folder</button>
+    </fieldset>
+    <fieldset><legend>Permissions (overrides of the trust level)</legend>
+      <datalist id="command-options">${COMMANDS.map((c) => html`<option value=${c} />`)}</datalist>
+      <ul class="rows">${perms.map(([c, d], i) => html`<li key=${i}>
+        <input aria-label="Command" list="command-options" value=${c} onInput=${(e) => setPerms(perms.map((p, j) => (j === i ? [e.target.value, p[1]] : p)))} />
+        <select aria-label=${"Decision for " + (c || "command")} value=${d} onChange=${(e) => setPerms(perms.map((p, j) => (j === i ? [p[0], e.target.value] : p)))}>
+          ${DECISIONS.map((x) => html`<option value=${x}>${x}</option>`)}</select>
+        <button type="button" class="link" aria-label=${"Remove permission " + c} onClick=${() => setPerms(perms.filter((_, j) => j !== i))}>Remove</button>
+      </li>`)}</ul>
+      <button type="button" onClick=${() => setPerms([...perms, ["", "ask"]])}>Add a permission</button>
+    </fieldset>
+    ${a.rootfs && html`<p class="muted">Computer: ${a.rootfs}${a.memory ? `, memory ${a.memory}` : ""}${a.disk ? `, disk ${a.disk}` : ""}</p>`}
     <button class="primary" type="submit">Save</button>
   </form>`;
 }
 
-function ProviderForm({ save }) {
+// ---------------------------------------------------------------- models and groups
+
+function Models({ catalog, save }) {
+  const [name, setName] = useState("");
+  const [members, setMembers] = useState("");
+  const [strategy, setStrategy] = useState("fallback");
+  const groups = (catalog && catalog.groups) || [];
+  const models = (catalog && catalog.models) || [];
+  const submit = (e) => {
+    e.preventDefault();
+    const list = members.split(",").map((m) => m.trim()).filter(Boolean);
+    if (!/^[A-Za-z0-9_-]+$/.test(name) || !list.length) return;
+    save(`Group ${name}`, () => change({ [key("groups", name, "members")]: list, [key("groups", name, "strategy")]: strategy }))
+      .then((ok) => ok && (setName(""), setMembers("")));
+  };
+  const edit = (g) => {
+    setName(g.name);
+    setMembers((g.members || []).join(", "));
+    setStrategy(g.strategy || "fallback");
+  };
+  return html`<section aria-labelledby="s-models"><h3 id="s-models">Models</h3>
+    ${catalog && catalog.default_model && html`<p class="muted">With no model set, den uses ${catalog.default_model}.</p>`}
+    <h4>Groups</h4>
+    <p class="muted">A group is models tried in turn: when one fails, the next answers.</p>
+    <ul class="rows">${groups.map((g) => html`<li key=${g.name}><strong>${g.name}</strong>
+      <span class="grow">${(g.members || []).join(" → ")}${g.strategy && g.strategy !== "fallback" ? ` (${g.strategy})` : ""}</span>
+      <button type="button" class="link" onClick=${() => edit(g)}>Edit</button>
+      <button type="button" class="link" aria-label=${"Remove group " + g.name} onClick=${() => save(`Group ${g.name}`, () => change({}, [key("groups", g.name)]))}>Remove</button>
+    </li>`)}
+    ${groups.length === 0 && html`<li class="muted">No groups.</li>`}</ul>
+    <form class="card" onSubmit=${submit} aria-label="Add or change a group">
+      <label>Name <input name="group" value=${name} pattern="[A-Za-z0-9_-]+" required onInput=${(e) => setName(e.target.value)} placeholder="fast" /></label>
+      <label>Models, in order <input name="members" value=${members} list="model-options" required onInput=${(e) => setMembers(e.target.value)}
+        placeholder="gemini/gemini-3.8-flash, anthropic/claude-sonnet-5-5" /></label>
+      <label>Strategy <select name="strategy" value=${strategy} onChange=${(e) => setStrategy(e.target.value)}>
+        <option value="fallback">fallback: the next when one fails</option><option value="always">always: every one in turn</option></select></label>
+      <button class="primary" type="submit">Save group</button>
+    </form>
+    <details class="catalog"><summary>Models den knows (${models.filter((m) => m.available).length} with a key)</summary>
+      <table class="usage"><thead><tr><th>Model</th><th>Context</th><th>$ in / out per M</th></tr></thead>
+      <tbody>${models.map((m) => html`<tr key=${m.ref} class=${m.available ? "" : "muted"}><td>${m.ref}</td>
+        <td>${m.context_window ? `${Math.round(m.context_window / 1000)}k` : ""}</td>
+        <td>${m.price_input != null ? `${m.price_input} / ${m.price_output}` : ""}</td></tr>`)}</tbody></table>
+    </details>
+  </section>`;
+}
+
+// ---------------------------------------------------------------- providers
+
+function Providers({ catalog, save }) {
   const [name, setName] = useState("");
   const [type, setType] = useState("openai");
   const [url, setURL] = useState("");
-  const [key, setKey] = useState("");
+  const [secret, setSecret] = useState("");
+  const providers = (catalog && catalog.providers) || [];
   const submit = (e) => {
     e.preventDefault();
     if (!/^[a-z0-9][a-z0-9_-]*$/.test(name)) return;
-    const set = { [`providers.${name}.type`]: type };
-    if (url) set[`providers.${name}.base_url`] = url;
-    if (key) set[`providers.${name}.api_key`] = key;
-    save(set, `Provider ${name}`);
-    setKey(""); // written, never shown again
+    const set = { [key("providers", name, "type")]: type };
+    if (url) set[key("providers", name, "base_url")] = url;
+    if (secret) set[key("providers", name, "api_key")] = secret;
+    save(`Provider ${name}`, () => change(set));
+    setSecret(""); // written, never shown again
   };
   return html`<section aria-labelledby="s-providers"><h3 id="s-providers">Providers</h3>
+    <ul class="rows">${providers.map((p) => html`<li key=${p.name}><strong>${p.name}</strong>
+      <span class="grow">${p.type}${p.base_url ? ` · ${p.base_url}` : ""} · ${p.has_key ? `key set (${p.key_from})` : "no key"}</span>
+      ${p.key_from === "config" || p.configured ? html`<button type="button" class="link" aria-label=${"Remove provider " + p.name}
+        onClick=${() => save(`Provider ${p.name}`, () => change({}, [key("providers", p.name)]))}>Remove</button>` : null}
+    </li>`)}</ul>
     <form class="card" onSubmit=${submit} aria-label="Add or change a provider">
       <label>Name <input name="provider" required pattern="[a-z0-9][a-z0-9_-]*" value=${name} onInput=${(e) => setName(e.target.value)} placeholder="local" /></label>
       <label>API <select name="type" value=${type} onChange=${(e) => setType(e.target.value)}>
         ${["openai", "openai-responses", "anthropic", "gemini"].map((t) => html`<option value=${t}>${t}</option>`)}</select></label>
       <label>Base URL <input name="base_url" type="url" value=${url} onInput=${(e) => setURL(e.target.value)} placeholder="http://127.0.0.1:11434/v1" /></label>
-      <label>API key <input name="api_key" type="password" autocomplete="off" value=${key} onInput=${(e) => setKey(e.target.value)}
+      <label>API key <input name="api_key" type="password" autocomplete="off" value=${secret} onInput=${(e) => setSecret(e.target.value)}
         placeholder="written, never shown again" /></label>
       <button class="primary" type="submit">Save provider</button>
     </form>
@@ -125,11 +262,124 @@ function ProviderForm({ save }) {
   </section>`;
 }
 
+// ---------------------------------------------------------------- standing approvals
+
+function Rules({ onError, save }) {
+  const [rules, setRules] = useState(null);
+  const load = () => request("GET", "/api/v1/rules").then((r) => setRules(r.rules || []), (e) => onError(e.message));
+  useEffect(() => {
+    load();
+  }, []);
+  const revoke = (r) => save(`Revoking ${r.command}`, () => request("DELETE", "/api/v1/rules",
+    { agent: r.agent, command: r.command, action: r.action, subject: r.subject })).then(load);
+  return html`<section aria-labelledby="s-rules"><h3 id="s-rules">Standing approvals</h3>
+    <p class="muted">What was answered "Always allow" (or always deny). Revoke one, and den asks again next time.</p>
+    <ul class="rows">${(rules || []).map((r) => html`<li key=${[r.agent, r.command, r.action, r.subject].join("\u0000")}>
+      <span class="grow"><strong>${r.decision}</strong> ${r.command}${r.action ? " " + r.action : ""}
+        ${r.subject_shown || r.subject ? html` <code>${r.subject_shown || r.subject}</code>` : ""} <span class="muted">· ${r.agent}</span></span>
+      <button type="button" aria-label=${`Revoke ${r.command} ${r.action || ""}`.trim()} onClick=${() => revoke(r)}>Revoke</button>
+    </li>`)}
+    ${rules && rules.length === 0 && html`<li class="muted">None.</li>`}</ul>
+  </section>`;
+}
+
+// ---------------------------------------------------------------- usage
+
+function money(n) {
+  return "$" + (n || 0).toFixed(n >= 100 ? 0 : n >= 1 ? 2 : 4);
+}
+
+function Usage({ onOpen }) {
+  const [u, setU] = useState({});
+  useEffect(() => {
+    const tz = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+    const get = (q) => request("GET", "/api/v1/usage?" + new URLSearchParams(q)).catch(() => null);
+    Promise.all([get({ since: "24h" }), get({ since: "720h" }), get({ by: "day", since: "720h", tz }), get({ by: "session", since: "720h", limit: "10" })])
+      .then(([day, month, days, sessions]) => setU({ day: day && day.usage, month: month && month.usage, days: days && days.days, sessions: sessions && sessions.sessions }));
+  }, []);
+  const days = u.days || [];
+  const most = Math.max(0, ...days.map((d) => d.cost_usd));
+  const tokens = (x) => x.input_tokens + x.cache_read_tokens + x.cache_write_tokens;
+  return html`<section aria-labelledby="s-usage"><h3 id="s-usage">Usage</h3>
+    <table class="usage"><thead><tr><th></th><th>Requests</th><th>Tokens in / out</th><th>Cost</th></tr></thead>
+    <tbody>${[["Last 24 hours", u.day], ["Last 30 days", u.month]].map(([label, x]) => html`<tr>
+      <th scope="row">${label}</th><td>${x ? x.requests : "…"}</td>
+      <td>${x ? `${tokens(x)} / ${x.output_tokens}` : "…"}</td>
+      <td>${x ? money(x.cost_usd) : "…"}</td></tr>`)}</tbody></table>
+    <h4>Per day</h4>
+    ${days.length === 0 && html`<p class="muted">No usage in the last 30 days.</p>`}
+    <ol class="days" aria-label="Cost per day">${days.map((d) => html`<li key=${d.day}>
+      <span class="day">${d.day.slice(5)}</span>
+      <span class="bar" style=${{ width: most ? `${Math.max(2, (d.cost_usd / most) * 100)}%` : "2%" }}></span>
+      <span class="amount">${money(d.cost_usd)} · ${d.requests} req</span></li>`)}</ol>
+    <h4>Sessions that cost the most</h4>
+    <table class="usage"><thead><tr><th>Session</th><th>Requests</th><th>Tokens in / out</th><th>Cost</th></tr></thead>
+    <tbody>${(u.sessions || []).map((s) => html`<tr key=${s.session_id}>
+      <td>${s.session_id ? html`<a href=${"#" + s.session_id} onClick=${(e) => { e.preventDefault(); onOpen && onOpen(s.session_id); }}>${s.title || "New chat"}</a>` : "deleted sessions"}</td>
+      <td>${s.requests}</td><td>${tokens(s)} / ${s.output_tokens}</td><td>${money(s.cost_usd)}</td></tr>`)}</tbody></table>
+  </section>`;
+}
+
+// ---------------------------------------------------------------- this device
+
 function NotifyToggle() {
   const supported = "Notification" in window;
   const [state, setState] = useState(supported ? Notification.permission : "unsupported");
   if (!supported) return html`<p class="muted">This browser cannot show notifications.</p>`;
-  if (state === "granted") return html`<p>Notifications are on: den tells this browser when a turn is done or an approval waits.</p>`;
+  if (state === "granted") return html`<p>Notifications are on while den is open: den tells this browser when a turn is done or an approval waits.</p>`;
   if (state === "denied") return html`<p class="muted">Notifications are blocked for den in this browser's settings.</p>`;
   return html`<button onClick=${() => Notification.requestPermission().then(setState)}>Turn on notifications</button>`;
+}
+
+// PushToggle subscribes this browser to Web Push, so that it hears den
+// with den's page closed.
+function PushToggle() {
+  const [state, setState] = useState("…");
+  const [note, setNote] = useState("");
+  const refresh = () => pushState().then(setState, () => setState("unsupported"));
+  useEffect(() => {
+    refresh();
+  }, []);
+  const act = (fn, done) => fn().then((r) => {
+    setNote(done(r));
+    refresh();
+  }, (e) => setNote(e.message));
+  let body;
+  if (state === "unsupported") {
+    body = html`<p class="muted">Push notifications need den over https with a certificate this device trusts (Tailscale or a reverse proxy), and a browser that has them.</p>`;
+  } else if (state === "denied") {
+    body = html`<p class="muted">Notifications are blocked for den in this browser's settings.</p>`;
+  } else if (state === "on") {
+    body = html`<p>Push is on: this device hears den with den closed.</p>
+      <div class="row"><button onClick=${() => act(testPush, (r) => (r && r.failed && r.failed.length ? `Sent to ${r.sent}; failed: ${r.failed.map((f) => f.error).join("; ")}` : "A test notification is on its way."))}>Send a test</button>
+      <button onClick=${() => act(disablePush, () => "Push is off for this device.")}>Turn off push</button></div>`;
+  } else if (state === "off") {
+    body = html`<button onClick=${() => act(enablePush, () => "Push is on.")}>Turn on push notifications</button>`;
+  } else {
+    body = html`<p class="muted">…</p>`;
+  }
+  return html`<div class="push">${body}${note && html`<p class="muted" role="status">${note}</p>`}</div>`;
+}
+
+// ---------------------------------------------------------------- access
+
+function Access({ save }) {
+  const [token, setToken] = useState("");
+  const [sure, setSure] = useState(false);
+  const rotate = () => save("A new token", async () => {
+    const r = await request("POST", "/api/v1/token/rotate");
+    setToken(r.token);
+    setSure(false);
+  });
+  return html`<section aria-labelledby="s-access"><h3 id="s-access">Access</h3>
+    <p class="muted">den's token signs in browsers and scripts. A new one signs out every other browser and script; this one stays signed in.</p>
+    ${token
+      ? html`<div class="card"><p>The new token, shown this once:</p><code class="token">${token}</code>
+          <div class="row"><button onClick=${() => navigator.clipboard && navigator.clipboard.writeText(token)}>Copy</button>
+          <button onClick=${() => setToken("")}>Done</button></div></div>`
+      : sure
+        ? html`<div class="row"><button class="danger" onClick=${rotate}>Sign out everything else</button>
+            <button onClick=${() => setSure(false)}>Cancel</button></div>`
+        : html`<button onClick=${() => setSure(true)}>Rotate the token</button>`}
+  </section>`;
 }
