@@ -255,7 +255,8 @@ func (d *Daemon) startPush(last int64) error {
 		return fmt.Errorf("%w (or set [server] push = false)", err)
 	}
 	d.push = push.New(push.Options{Store: d.st, Keys: keys, Client: pushClient(), Log: d.log,
-		Contact: func() string { return d.rt.Config().Server.PushContact }})
+		Contact: func() string { return d.rt.Config().Server.PushContact },
+		InUse:   func() bool { return d.rt.Devices().InUse(time.Now()) }})
 	d.pushed = d.rt.Subscribe("", last, push.Wanted)
 	d.pushing = make(chan struct{})
 	go func() {

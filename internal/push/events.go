@@ -41,10 +41,15 @@ const (
 )
 
 // Handle turns e into a notification, if it is one, and queues it for
-// every subscription. It does not wait for any push service.
+// every subscription, unless the user is using den in a browser right
+// now. It does not wait for any push service.
 func (s *Service) Handle(e store.Event) {
 	n, ok := s.notification(e)
 	if !ok {
+		return
+	}
+	if s.o.InUse != nil && s.o.InUse() {
+		s.o.Log.Debug("push: not sent, den is in use in a browser", "kind", n.Kind)
 		return
 	}
 	s.Queue(n)

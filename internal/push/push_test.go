@@ -387,3 +387,26 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestQuietWhileInUse: while the user is using den in a browser, no
+// notification is sent (they see what it would say); once they are
+// not, the next one is.
+func TestQuietWhileInUse(t *testing.T) {
+	f := newFixture(t, "mailto:me@example.org")
+	inUse := true
+	f.p.o.InUse = func() bool { return inUse }
+	b := f.subscribe(t, "")
+	sid := f.session(t, "")
+	f.p.Handle(ev(60, sid, "notify", map[string]string{"message": "while you look"}))
+	f.p.Handle(ev(61, sid, "approval_request", map[string]any{"id": "ap2", "command": "den-config", "session": sid, "question": "may I?"}))
+	inUse = false
+	f.p.Handle(ev(62, sid, "notify", map[string]string{"message": "while you are away"}))
+	if got, _ := next(t, b); got["body"] != "while you are away" {
+		t.Errorf("the first message sent says %q", got["body"])
+	}
+	select {
+	case r := <-b.Received():
+		t.Errorf("one message too many: %q", r.Payload)
+	case <-time.After(200 * time.Millisecond):
+	}
+}

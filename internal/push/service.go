@@ -49,7 +49,11 @@ type Options struct {
 	// Contact returns the configured VAPID subject, "" for none. It is
 	// asked at every send, so a changed configuration applies at once.
 	Contact func() string
-	Log     *slog.Logger
+	// InUse reports whether the user is using den in a browser right
+	// now; then notifications are not sent, as the user sees what they
+	// would say. nil: never.
+	InUse func() bool
+	Log   *slog.Logger
 }
 
 // Service sends notifications to the subscribed browsers.

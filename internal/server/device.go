@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"sync"
+	"time"
 
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
@@ -21,9 +23,10 @@ type deviceFeed struct {
 	cancel func()
 }
 
-// feedDevice connects the stream's browser as a device until ctx ends.
-func (s *Server) feedDevice(ctx context.Context) *deviceFeed {
-	requests, stop := s.rt.Devices().Connect()
+// feedDevice connects the stream's browser as a device until ctx ends;
+// client is the page's id (for presence).
+func (s *Server) feedDevice(ctx context.Context, client string) *deviceFeed {
+	requests, stop := s.rt.Devices().Connect(client)
 	f := &deviceFeed{ready: make(chan session.DeviceRequest, 8)}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -102,6 +105,32 @@ func (s *Server) deviceClaim(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return reply.JSON(w, http.StatusOK, map[string]bool{"ok": true})
+}
+
+// clientRE is what a page's id may be.
+var clientRE = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
+
+// devicePresence records whether the user is using den in the page
+// (POST /api/v1/device/presence, {"client", "active"}): while someone
+// is, Web Push stays quiet. 404 when no device stream has that id.
+func (s *Server) devicePresence(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Client string `json:"client"`
+		Active bool   `json:"active"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if !clientRE.MatchString(req.Client) {
+		return badRequest("client %q: want the id the page gave its device stream (8 to 64 letters, digits, '-' and '_')", req.Client)
+	}
+	if err := s.rt.Devices().Present(req.Client, req.Active, time.Now()); errors.Is(err, session.ErrNoClient) {
+		return notFound("no device stream with this client id is open")
+	} else if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // deviceAnswer takes a browser's answer to a request (POST

@@ -138,6 +138,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
+		{"POST", "/api/v1/device/presence", false, s.devicePresence},
 		{"GET", "/api/v1/usage", false, s.usage},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},

@@ -33,8 +33,12 @@ func (s *Server) sessionEvents(w http.ResponseWriter, r *http.Request) error {
 // as it streams. With ?device=1 the client is also a device: host
 // commands' requests (den-location) come on the same stream, so that a
 // page needs no third connection (a browser opens at most six to a
-// host over HTTP/1.1, for all its tabs).
+// host over HTTP/1.1, for all its tabs); &client=ID names the page for
+// POST /api/v1/device/presence.
 func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) error {
+	if c := r.URL.Query().Get("client"); c != "" && !clientRE.MatchString(c) {
+		return badRequest("client %q: want 8 to 64 letters, digits, '-' and '_'", c)
+	}
 	return s.stream(w, r, "", func(e store.Event) bool {
 		switch e.Type {
 		case "text", "thinking", "tool_call", "tool_result", "usage", "retry", "model", "compaction":
@@ -87,7 +91,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, sessionID string
 	flusher.Flush()
 	var dev *deviceFeed
 	if device {
-		dev = s.feedDevice(r.Context())
+		dev = s.feedDevice(r.Context(), r.URL.Query().Get("client"))
 		defer dev.stop()
 	}
 	for {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/store"
@@ -18,12 +19,28 @@ import (
 // the first claim wins. When a request ends (answered, or its command
 // gave up) every browser is told, so that a prompt shown on one device
 // goes away once another answered.
+//
+// A browser also says whether the user is using den on it right now
+// (Present): while one is, den's Web Push stays quiet, as the user sees
+// what it would say.
 type Devices struct {
 	mu      sync.Mutex
 	next    int
-	conns   map[int]chan DeviceRequest
+	conns   map[int]*deviceConn
 	pending map[string]*pendingRequest
 }
+
+// deviceConn is a connected browser.
+type deviceConn struct {
+	requests chan DeviceRequest
+	client   string    // the page's own id ("" when it gave none)
+	active   time.Time // when it last said the user was using it; zero: not in use
+}
+
+// PresenceTTL is how long a browser's word that the user is using den
+// holds: a page says so again while the user acts on it, so a computer
+// left with den in front stops counting after this long.
+const PresenceTTL = 90 * time.Second
 
 // DeviceRequest is what a browser is asked to do; with Done set, it
 // says that the request with this ID ended and nothing more is wanted.
@@ -51,25 +68,61 @@ type deviceAnswer struct {
 var (
 	ErrNoRequest = errors.New("session: no such device request is waiting")
 	ErrClaimed   = errors.New("session: another browser took this device request")
+	ErrNoClient  = errors.New("session: no browser with this id is connected")
 )
 
 func newDevices() *Devices {
-	return &Devices{conns: map[int]chan DeviceRequest{}, pending: map[string]*pendingRequest{}}
+	return &Devices{conns: map[int]*deviceConn{}, pending: map[string]*pendingRequest{}}
 }
 
 // Connect registers a browser until stop: requests come on the channel.
-func (d *Devices) Connect() (requests <-chan DeviceRequest, stop func()) {
+// client is the page's id for Present ("" for none).
+func (d *Devices) Connect(client string) (requests <-chan DeviceRequest, stop func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	id := d.next
 	d.next++
 	ch := make(chan DeviceRequest, 8)
-	d.conns[id] = ch
+	d.conns[id] = &deviceConn{requests: ch, client: client}
 	return ch, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		delete(d.conns, id)
 	}
+}
+
+// Present records whether the user is using den in the browser that
+// connected as client, at now: ErrNoClient when none did.
+func (d *Devices) Present(client string, active bool, now time.Time) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	found := false
+	for _, c := range d.conns {
+		if client != "" && c.client == client {
+			found = true
+			c.active = time.Time{}
+			if active {
+				c.active = now
+			}
+		}
+	}
+	if !found {
+		return ErrNoClient
+	}
+	return nil
+}
+
+// InUse reports whether, at now, the user is using den in a connected
+// browser: one said so within PresenceTTL.
+func (d *Devices) InUse(now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, c := range d.conns {
+		if !c.active.IsZero() && now.Sub(c.active) < PresenceTTL {
+			return true
+		}
+	}
+	return false
 }
 
 // Connected is how many browsers are connected.
@@ -122,7 +175,7 @@ func (d *Devices) Request(ctx context.Context, session, kind string, args any) (
 func (d *Devices) broadcast(q DeviceRequest) {
 	for _, c := range d.conns {
 		select {
-		case c <- q:
+		case c.requests <- q:
 		default:
 		}
 	}

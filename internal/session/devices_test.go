@@ -18,8 +18,8 @@ func TestDevices(t *testing.T) {
 	if _, err := d.Request(context.Background(), "s1", "location", nil); !errors.Is(err, hostsvc.ErrNoDevice) {
 		t.Fatalf("no browser: %v", err)
 	}
-	a, stopA := d.Connect()
-	b, stopB := d.Connect()
+	a, stopA := d.Connect("")
+	b, stopB := d.Connect("")
 	defer stopA()
 	got := make(chan json.RawMessage, 1)
 	go func() {
@@ -81,7 +81,7 @@ func TestDevices(t *testing.T) {
 // on it; a later claim, and a claim of an ended request, are refused.
 func TestDeviceClaim(t *testing.T) {
 	d := newDevices()
-	a, stopA := d.Connect()
+	a, stopA := d.Connect("")
 	defer stopA()
 	done := make(chan error, 1)
 	go func() {
@@ -106,5 +106,42 @@ func TestDeviceClaim(t *testing.T) {
 	}
 	if err := d.Claim(q.ID); !errors.Is(err, ErrNoRequest) {
 		t.Errorf("a claim after the end: %v", err)
+	}
+}
+
+// TestDevicePresence: a browser that says the user is using den counts
+// for PresenceTTL, until it says otherwise or disconnects; an unknown
+// page is refused.
+func TestDevicePresence(t *testing.T) {
+	d := newDevices()
+	now := time.Now()
+	_, stop := d.Connect("page-1")
+	d.Connect("page-2")
+	if d.InUse(now) {
+		t.Error("in use before any page said so")
+	}
+	if err := d.Present("page-1", true, now); err != nil {
+		t.Fatal(err)
+	}
+	if !d.InUse(now.Add(PresenceTTL - time.Second)) {
+		t.Error("not in use right after a page said so")
+	}
+	if d.InUse(now.Add(PresenceTTL)) {
+		t.Error("still in use after the word ran out")
+	}
+	d.Present("page-1", false, now)
+	if d.InUse(now) {
+		t.Error("in use after the page said it is not")
+	}
+	d.Present("page-1", true, now)
+	stop()
+	if d.InUse(now) {
+		t.Error("in use after the page went")
+	}
+	if err := d.Present("page-9", true, now); !errors.Is(err, ErrNoClient) {
+		t.Errorf("an unknown page: %v", err)
+	}
+	if err := d.Present("", true, now); !errors.Is(err, ErrNoClient) {
+		t.Errorf("a page without an id: %v", err)
 	}
 }

@@ -40,7 +40,9 @@ func TestPushEndToEnd(t *testing.T) {
 	serveConfig(t, d, "[agents.default.permissions]\n\"den-notify\" = \"allow\"\n\n[server]\npush_contact = \"mailto:ops@example.org\"\n")
 	fake := llmtest.NewAnthropic(t,
 		llmtest.Turn{Text: "Telling you.", Calls: []llmtest.Call{sh("toolu_1", "den-notify --title Hello from-the-computer")}},
-		llmtest.Turn{Text: "I sent the notification."})
+		llmtest.Turn{Text: "I sent the notification."},
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_2", "den-notify --title Again while-you-look")}},
+		llmtest.Turn{Text: "Sent again."})
 	p := startServe(t, d, fake, "SSL_CERT_FILE="+certs)
 
 	info := p.api(t, "GET", "/api/v1/push", nil, http.StatusOK)
@@ -79,6 +81,21 @@ func TestPushEndToEnd(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("payload (-want +got):\n%s", diff)
 		}
+	}
+
+	// While the user uses den in a browser, den's pushes stay quiet:
+	// they see on the page what a push would say.
+	b := openBrowser(t, p, desktopScreen)
+	b.run(chromedp.Navigate(p.url + "/#" + id))
+	b.waitText(".msg.assistant .md", "I sent the notification.")
+	b.run(chromedp.Click(chromedp.CSS(`#composer`)))
+	b.send("again")
+	b.waitText(".toast", "while-you-look")
+	b.waitText(".msg.assistant .md", "Sent again.")
+	select {
+	case r := <-browser.Received():
+		t.Errorf("den pushed while the user was using it: %q\n%s", r.Payload, p.stderr)
+	case <-time.After(2 * time.Second):
 	}
 }
 

@@ -11,6 +11,7 @@ import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { Settings } from "/app/settings.js";
 import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
+import { pushState } from "/app/push.js";
 
 const html = htm.bind(h);
 
@@ -62,30 +63,48 @@ function App() {
   }, [loadSessions]);
   useEffect(() => localStorage.setItem("den.agent", agent), [agent]);
 
-  // The sidebar follows every session's status.
+  // The sidebar follows every session's status; this page is also a
+  // device (host commands reach it) and says when the user uses it.
+  const reloadList = useRef(loadSessions);
+  reloadList.current = loadSessions;
+  const currentRef = useRef(current);
+  currentRef.current = current;
   useEffect(() => {
     let refresh = null;
-    const f = follow("/api/v1/events?device=1", 0, (e) => {
+    const toast = (t) => {
+      setToasts((list) => [...list.slice(-2), t]);
+      setTimeout(() => setToasts((list) => list.filter((x) => x !== t)), 8000);
+    };
+    const presence = watchPresence();
+    const f = follow(`/api/v1/events?device=1&client=${CLIENT}`, 0, (e) => {
       if (e.type === "status") {
         setSessions((list) => list.map((s) => (s.id === e.session_id ? { ...s, status: e.status } : s)));
       }
       if (e.type === "message" || e.type === "session") {
         clearTimeout(refresh);
-        refresh = setTimeout(loadSessions, 300);
+        refresh = setTimeout(() => reloadList.current(), 300);
       }
       if (e.type === "notify") {
         // den-notify: a notification of the system when the page is
         // hidden, a note on the page when it is seen.
-        if (document.hidden) notify(e.title || "den", e.message || "");
-        const t = { id: e.event_id, title: e.title, message: e.message };
-        setToasts((list) => [...list.slice(-2), t]);
-        setTimeout(() => setToasts((list) => list.filter((x) => x !== t)), 8000);
+        notify(e.title || "den", e.message || "", `notify-${e.event_id}`);
+        toast({ id: e.event_id, title: e.title, message: e.message });
       }
-      if (document.hidden && e.type === "approval_request") notify("den needs your approval", e.question || e.command);
-      if (document.hidden && e.type === "status" && e.status === "idle") notify("den is done", "");
-    }, setConn, { device_request: handleDeviceRequest, device_done: handleDeviceDone });
-    return () => f.close();
-  }, [loadSessions]);
+      if (e.type === "approval_request") {
+        notify("den needs your approval", e.question || e.command, `approval-${e.id}`);
+        // One in another session than the open one is easy to miss.
+        if (e.session_id !== currentRef.current) toast({ id: e.event_id, title: "Approval needed:", message: e.question || e.command, session: e.session_id });
+      }
+      if (e.type === "status" && e.status === "idle") notify("den is done", "", `done-${e.session_id}`);
+    }, (state) => {
+      setConn(state);
+      if (state === "live") presence.again();
+    }, { device_request: handleDeviceRequest, device_done: handleDeviceDone });
+    return () => {
+      presence.stop();
+      f.close();
+    };
+  }, []);
 
   useEffect(() => {
     const onHash = () => setCurrent(location.hash.slice(1));
@@ -156,6 +175,7 @@ function App() {
       <${DevicePrompts} onError=${setError} />
       <div class="toasts" role="status" aria-live="polite">
         ${toasts.map((t) => html`<div class="toast" key=${t.id}><strong>${t.title}</strong> ${t.message}
+          ${t.session && html`<button class="link" onClick=${() => { setToasts((list) => list.filter((x) => x !== t)); open(t.session); }}>Open</button>`}
           <button class="link" onClick=${() => setToasts((list) => list.filter((x) => x !== t))}>Dismiss</button></div>`)}
       </div>
       <main class="main">
@@ -194,13 +214,81 @@ function message(e) {
   return String(e && e.message ? e.message : e);
 }
 
-function notify(title, body) {
-  if (!("Notification" in window) || Notification.permission !== "granted") return;
+// notify shows a notification of the system while the page is hidden,
+// unless this browser has Web Push on (den's push says the same, with
+// the same tag). A tag names what it is about, so a newer one replaces
+// an older one.
+function notify(title, body, tag) {
+  if (!document.hidden || pushOn || !("Notification" in window) || Notification.permission !== "granted") return;
   try {
-    new Notification(title, { body, icon: "/app/icon.svg" });
+    new Notification(title, { body, tag, icon: "/app/icon.svg" });
   } catch {
     /* some browsers only notify from a service worker */
   }
+}
+
+// pushOn says whether this browser has Web Push on; Settings says when
+// it changes.
+let pushOn = false;
+const checkPush = () => pushState().then((s) => (pushOn = s === "on"), () => {});
+checkPush();
+window.addEventListener("den-push", checkPush);
+
+// CLIENT is this page's id on its device stream.
+const CLIENT = (crypto.randomUUID ? crypto.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)).replace(/[^A-Za-z0-9_-]/g, "");
+
+// watchPresence tells den whether the user is using den on this page:
+// the page is in front and they touched, typed or scrolled within the
+// last half minute. While someone is, den's Web Push stays quiet. It
+// says so again at most every 30 seconds while the user acts, and den
+// lets the word lapse after 90, so a computer left with den in front
+// does not hold the phone's notifications back.
+function watchPresence() {
+  let active = false;
+  let said = 0;
+  const say = (a) => fetch("/api/v1/device/presence", {
+    method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ client: CLIENT, active: a }),
+  }).catch(() => {});
+  const act = () => {
+    if (document.hidden || !document.hasFocus()) return;
+    const now = Date.now();
+    if (active && now - said < 30000) return;
+    active = true;
+    said = now;
+    say(true);
+  };
+  const away = () => {
+    if (!active) return;
+    active = false;
+    say(false);
+  };
+  const onVisible = () => (document.hidden ? away() : act());
+  // The window's own focus and blur, not its elements' (which reach a
+  // capturing listener on the window too).
+  const onFocus = (e) => e.target === window && act();
+  const onBlur = (e) => e.target === window && away();
+  const events = [["pointerdown", act], ["keydown", act], ["wheel", act], ["touchmove", act]];
+  for (const [name, fn] of events) window.addEventListener(name, fn, { passive: true, capture: true });
+  window.addEventListener("focus", onFocus);
+  window.addEventListener("blur", onBlur);
+  document.addEventListener("visibilitychange", onVisible);
+  return {
+    // again says it anew (den forgets a page whose stream reconnected).
+    again() {
+      said = 0;
+      if (active) {
+        active = false;
+        act();
+      }
+    },
+    stop() {
+      for (const [name, fn] of events) window.removeEventListener(name, fn, { capture: true });
+      window.removeEventListener("focus", onFocus);
+      window.removeEventListener("blur", onBlur);
+      document.removeEventListener("visibilitychange", onVisible);
+    },
+  };
 }
 
 // ---------------------------------------------------------------- a chat

@@ -343,6 +343,7 @@ function PushToggle() {
   const act = (fn, done) => fn().then((r) => {
     setNote(done(r));
     refresh();
+    window.dispatchEvent(new Event("den-push"));
   }, (e) => setNote(e.message));
   let body;
   if (state === "unsupported") {
