@@ -8,15 +8,16 @@ var (
 	ErrInvalid = errors.New("invalid config")
 
 	// ErrBadKey is a dotted key den cannot read (empty, unclosed quotes,
-	// control characters).
+	// control characters), or, for Unset, one that names no setting or
+	// table of den's config.
 	ErrBadKey = errors.New("config: bad key")
 
 	// ErrBadValue is a value that cannot be set (a type TOML settings
 	// here do not take, invalid UTF-8).
 	ErrBadValue = errors.New("config: bad value")
 
-	// ErrNoKey is returned, wrapped, by Get for a key the file does not
-	// set.
+	// ErrNoKey is returned, wrapped, by Get and Unset for a key the
+	// file does not set.
 	ErrNoKey = errors.New("no such key")
 
 	// ErrChanged is returned, wrapped, by SetValueIf when the key's value
