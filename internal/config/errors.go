@@ -20,6 +20,12 @@ var (
 	// file does not set.
 	ErrNoKey = errors.New("no such key")
 
+	// ErrNotEditable is returned, wrapped, by SetValue and Unset for a
+	// change they cannot make one line at a time in this file (the key
+	// is inside an inline table, say): the user makes it with den config
+	// edit.
+	ErrNotEditable = errors.New("cannot be changed line by line in this file")
+
 	// ErrChanged is returned, wrapped, by SetValueIf when the key's value
 	// in the file is no longer the one the Change was planned against.
 	ErrChanged = errors.New("config changed since the change was planned")

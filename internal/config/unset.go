@@ -60,18 +60,18 @@ func Unset(path, key string) (old string, err error) {
 	}
 	v, ok, err := find(before, parts)
 	if err != nil {
-		return "", fmt.Errorf("config: unset %s: %w", key, err)
+		return "", fmt.Errorf("%w: unset %s: %w", ErrBadKey, key, err)
 	}
 	if !ok {
 		return "", fmt.Errorf("config: unset %s: %w: the file does not set it", key, ErrNoKey)
 	}
 	edited, err := removeLines(data, parts)
 	if err != nil {
-		return "", fmt.Errorf("config: unset %s: %w (change it with den config edit)", key, err)
+		return "", fmt.Errorf("config: unset %s: %w: %w; change it with den config edit", key, ErrNotEditable, err)
 	}
 	after, err := decodeTree(path, edited)
 	if err != nil || !equal(after, settle(without(before, parts), after, parts[:len(parts)-1])) {
-		return "", fmt.Errorf("config: unset %s: editing this file line by line would change more than %s; change it with den config edit", key, key)
+		return "", fmt.Errorf("config: unset %s: %w: it would change more than %s; change it with den config edit", key, ErrNotEditable, key)
 	}
 	if _, err := parse(path, edited); err != nil {
 		return "", fmt.Errorf("config: unset %s: %w", key, err)

@@ -174,27 +174,27 @@ func TestUnsetRefuses(t *testing.T) {
 	const in = "[agents.default]\nmodel = \"a\"\npermissions = { \"den-config set\" = \"deny\" }\n\n[providers.local]\ntype = \"openai\"\n"
 	for _, c := range []struct {
 		key  string
-		want error // nil: any error
+		want error
 	}{
-		{"agents.default.colour", ErrBadKey},                 // no such setting
-		{"colours.default", ErrBadKey},                       // no such table
-		{"agents.default.model.x", ErrBadKey},                // inside a string
-		{"agents", ErrBadKey},                                // a top-level table
-		{"agents..model", ErrBadKey},                         // unreadable
-		{"agents.default]\n[x", ErrBadKey},                   // TOML syntax in a key
-		{"agents.default.rootfs", ErrNoKey},                  // not set
-		{"agents.nobody", ErrNoKey},                          // not set
-		{"groups.fast.members", ErrNoKey},                    // not set, nor its table
-		{"providers.local.type", ErrInvalid},                 // the file would not load
-		{"agents.default.permissions.x", ErrNoKey},           // not set in the inline table
-		{`agents.default.permissions."den-config set"`, nil}, // inside an inline table
+		{"agents.default.colour", ErrBadKey},                            // no such setting
+		{"colours.default", ErrBadKey},                                  // no such table
+		{"agents.default.model.x", ErrBadKey},                           // inside a string
+		{"agents", ErrBadKey},                                           // a top-level table
+		{"agents..model", ErrBadKey},                                    // unreadable
+		{"agents.default]\n[x", ErrBadKey},                              // TOML syntax in a key
+		{"agents.default.rootfs", ErrNoKey},                             // not set
+		{"agents.nobody", ErrNoKey},                                     // not set
+		{"groups.fast.members", ErrNoKey},                               // not set, nor its table
+		{"providers.local.type", ErrInvalid},                            // the file would not load
+		{"agents.default.permissions.x", ErrNoKey},                      // not set in the inline table
+		{`agents.default.permissions."den-config set"`, ErrNotEditable}, // inside an inline table
 	} {
 		p := write(t, in)
 		_, err := Unset(p, c.key)
 		switch {
 		case err == nil:
 			t.Errorf("unset %q accepted:\n%s", c.key, read(t, p))
-		case c.want != nil && !errors.Is(err, c.want):
+		case !errors.Is(err, c.want):
 			t.Errorf("unset %q: %v, want %v", c.key, err, c.want)
 		}
 		if got := read(t, p); got != in {
