@@ -206,7 +206,11 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound):
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
-	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid), errors.Is(err, config.ErrNoKey),
+	case errors.Is(err, config.ErrNoKey):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, config.ErrNotEditable):
+		return &apiError{http.StatusConflict, "not_editable", err.Error()}
+	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, store.ErrAnswered):
