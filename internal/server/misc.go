@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,9 +89,18 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request) error {
 	return reply.JSON(w, http.StatusOK, approvalOf(a))
 }
 
+// usage answers a session's usage totals (?session=), or an agent's
+// (?agent=; none: every agent's) since ?since= (a duration back from
+// now; none: all of it): summed, or with ?by=day per calendar day in
+// ?tz= (an IANA zone, UTC by default), or with ?by=session per session
+// (the ?limit= with the most input, 20 by default).
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	by := q.Get("by")
 	if id := q.Get("session"); id != "" {
+		if by != "" {
+			return badRequest("usage of a session: ?session= goes without ?by=")
+		}
 		u, err := s.st.SessionUsage(r.Context(), id)
 		if err != nil {
 			return err
@@ -106,11 +116,60 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 		since = time.Now().Add(-d)
 	}
 	agent := q.Get("agent")
-	u, err := s.st.AgentUsage(r.Context(), agent, since)
-	if err != nil {
-		return err
+	switch by {
+	case "":
+		u, err := s.st.AgentUsage(r.Context(), agent, since)
+		if err != nil {
+			return err
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+	case "day":
+		tz := q.Get("tz")
+		if tz == "" {
+			tz = "UTC"
+		}
+		loc, err := time.LoadLocation(tz)
+		if err != nil || tz == "Local" {
+			return badRequest("tz %q: want an IANA time zone such as Europe/Berlin", tz)
+		}
+		list, err := s.st.UsageByDay(r.Context(), agent, since, loc)
+		if err != nil {
+			return err
+		}
+		type dayJSON struct {
+			Day string `json:"day"`
+			usageJSON
+		}
+		days := make([]dayJSON, len(list))
+		for i, d := range list {
+			days[i] = dayJSON{d.Day, usageOf(d.Usage)}
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "tz": tz, "days": days})
+	case "session":
+		limit := 20
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 500 {
+				return badRequest("limit %q: want a number from 1 to 500", v)
+			}
+			limit = n
+		}
+		list, err := s.st.AgentUsageBySession(r.Context(), agent, since, limit)
+		if err != nil {
+			return err
+		}
+		type sessionUsageJSON struct {
+			Session string `json:"session_id"` // "": the deleted sessions, together
+			Title   string `json:"title"`
+			usageJSON
+		}
+		sessions := make([]sessionUsageJSON, len(list))
+		for i, t := range list {
+			sessions[i] = sessionUsageJSON{t.Session, t.Title, usageOf(t.Usage)}
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "sessions": sessions})
 	}
-	return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+	return badRequest("by %q: want day or session", by)
 }
 
 // getConfig is the config file with secrets masked (as den config get
