@@ -130,6 +130,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/events", false, s.allEvents},
 		{"GET", "/api/v1/approvals", false, s.listApprovals},
 		{"POST", "/api/v1/approvals/{id}", false, s.answerApproval},
+		{"GET", "/api/v1/rules", false, s.listRules},
+		{"DELETE", "/api/v1/rules", false, s.deleteRule},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"GET", "/api/v1/usage", false, s.usage},
