@@ -300,3 +300,17 @@ func configValue(raw json.RawMessage) (string, error) {
 	}
 	return string(raw), nil
 }
+
+// rotateToken replaces den's token: every other browser and script
+// signed in with the old one is signed out, this browser gets a new
+// cookie, and the answer holds the new token, shown once, for scripts.
+func (s *Server) rotateToken(w http.ResponseWriter, r *http.Request) error {
+	if s.o.RotateToken == nil {
+		return notFound("this server cannot rotate the token")
+	}
+	t, err := s.o.RotateToken(w, r)
+	if err != nil {
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, map[string]string{"token": t})
+}

@@ -17,6 +17,7 @@ import (
 
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
+	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/files"
 	"den.dev/den/internal/server/openaicompat"
 	"den.dev/den/internal/server/reply"
@@ -39,6 +40,12 @@ type Options struct {
 	// Metrics, when set, is served at /metrics with the server's
 	// gauges; whoever made it feeds it the events.
 	Metrics *metrics.Metrics
+	// RotateToken, when set, replaces den's token for
+	// POST /api/v1/token/rotate: it ends every session made with the
+	// old one, signs r's browser in again (a cookie set on w) and
+	// returns the new token; the auth guard's Rotate. An error wrapping
+	// auth.ErrTokenFromEnv says the token is not den's to change.
+	RotateToken func(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
 // Server answers den's API.
@@ -137,6 +144,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/usage", false, s.usage},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},
+		{"POST", "/api/v1/token/rotate", false, s.rotateToken},
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
@@ -221,6 +229,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusGone, "expired", err.Error()}
 	case errors.Is(err, store.ErrSessionBusy):
 		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, auth.ErrTokenFromEnv):
+		return &apiError{http.StatusConflict, "token_from_env", "den's token comes from DEN_TOKEN in its environment: change it there and restart den serve"}
 	case errors.Is(err, session.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", "den is shutting down"}
 	}
