@@ -154,7 +154,7 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 	for _, rt := range routes {
 		have[rt.Method+" "+rt.Pattern] = true
 	}
-	for _, r := range []string{"GET /api/v1/agents", "GET /api/v1/usage", "PATCH /api/v1/config",
+	for _, r := range []string{"GET /api/v1/agents", "GET /api/v1/models", "GET /api/v1/usage", "PATCH /api/v1/config",
 		"GET /api/v1/rules", "DELETE /api/v1/rules", "POST /api/v1/token/rotate"} {
 		if !have[r] {
 			t.Errorf("no route %s", r)
