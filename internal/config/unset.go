@@ -251,9 +251,22 @@ func removeLines(data []byte, parts []string) ([]byte, error) {
 		}
 		i = end
 	}
-	// A table that stood between blank lines (or at the start of the
-	// file, before one) leaves one blank line: the one before it goes,
-	// as the one after may be the end of the file.
+	keepOneBlank(lines, drop, blocks)
+	kept := lines[:0:0]
+	for i, l := range lines {
+		if !drop[i] {
+			kept = append(kept, l)
+		}
+	}
+	return []byte(strings.Join(kept, "\n")), nil
+}
+
+// keepOneBlank marks one more line of lines to drop for each removed
+// table (blocks: first and last line) that stood between blank lines,
+// or at the start of the file before one, so that one blank line is
+// left: the one before it goes, as the one after may be the end of the
+// file.
+func keepOneBlank(lines []string, drop []bool, blocks [][2]int) {
 	blank := func(i int) bool { return strings.TrimSpace(lines[i]) == "" && !drop[i] }
 	for _, b := range blocks {
 		prev := b[0] - 1
@@ -269,11 +282,4 @@ func removeLines(data []byte, parts []string) ([]byte, error) {
 			drop[next] = true
 		}
 	}
-	kept := lines[:0:0]
-	for i, l := range lines {
-		if !drop[i] {
-			kept = append(kept, l)
-		}
-	}
-	return []byte(strings.Join(kept, "\n")), nil
 }
