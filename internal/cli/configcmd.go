@@ -68,6 +68,28 @@ func configCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}, &cobra.Command{
+		Use:   "unset KEY",
+		Short: "Remove a setting, or a whole table (groups.fast), keeping the file's comments; refused if the result is invalid",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			old, err := config.Unset(g.configFile(), args[0])
+			if err != nil {
+				return err
+			}
+			if config.Secret(args[0]) {
+				old = "********"
+			}
+			switch {
+			case old == "":
+				fmt.Fprintf(g.stdout, "removed %s (an empty table)\n", args[0])
+			case strings.HasSuffix(old, "\n"): // a table, as its lines
+				fmt.Fprintf(g.stdout, "removed %s, which held:\n%s", args[0], old)
+			default:
+				fmt.Fprintf(g.stdout, "removed %s (was %s)\n", args[0], old)
+			}
+			return nil
+		},
+	}, &cobra.Command{
 		Use:   "edit",
 		Short: "Open the config file in $VISUAL or $EDITOR, then check it",
 		Args:  cobra.NoArgs,

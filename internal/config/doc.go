@@ -38,6 +38,12 @@
 //   - There is no lock: SetValueIf refuses a change planned against a
 //     value the file no longer has, as read just before writing.
 //
+// Unset removes one key, or one table with everything in it, under the
+// same rules: only its lines go, the result is checked the same way
+// (decoded before and after, and loaded), and the file is replaced
+// atomically. A key that names no setting of Config is ErrBadKey; one
+// the file does not set is ErrNoKey.
+//
 // An agent may change only what AgentSettable allows — its own model
 // and instructions — and the caller asks a person first, showing the
 // Change PlanSet returns. Everything else that could widen what the

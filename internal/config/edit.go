@@ -185,7 +185,7 @@ func plan(path, key string, v any) (planned, error) {
 		return planned{}, err
 	}
 	if len(parts) < 2 {
-		return planned{}, fmt.Errorf("config: set %s: want a key inside a table, such as agents.default.model", key)
+		return planned{}, fmt.Errorf("%w: set %s: want a key inside a table, such as agents.default.model", ErrBadKey, key)
 	}
 	key = keyString(parts)
 	if v, err = normalize(v); err != nil {
@@ -208,14 +208,14 @@ func plan(path, key string, v any) (planned, error) {
 	}
 	old, oldSet, err := lookup(before, parts)
 	if err != nil {
-		return planned{}, fmt.Errorf("config: set %s: %w", key, err)
+		return planned{}, fmt.Errorf("%w: set %s: %w", ErrBadKey, key, err)
 	}
 	if p.data, err = editLines(data, parts, encode(v)); err != nil {
-		return planned{}, fmt.Errorf("config: set %s: %w (change it with den config edit)", key, err)
+		return planned{}, fmt.Errorf("config: set %s: %w: %w; change it with den config edit", key, ErrNotEditable, err)
 	}
 	after, err := decodeTree(path, p.data)
 	if err != nil || !equal(after, with(before, parts, v)) {
-		return planned{}, fmt.Errorf("config: set %s: editing this file line by line would change more than %s; change it with den config edit", key, key)
+		return planned{}, fmt.Errorf("config: set %s: %w: it would change more than %s; change it with den config edit", key, ErrNotEditable, key)
 	}
 	if _, err := parse(path, p.data); err != nil {
 		return planned{}, fmt.Errorf("config: set %s: %w", key, err)

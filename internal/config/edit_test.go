@@ -306,23 +306,30 @@ func TestSetValueKeepsLayout(t *testing.T) {
 func TestSetValueRefuses(t *testing.T) {
 	const in = "[agents.default]\nmodel = \"a\"\npermissions = { \"den-config set\" = \"deny\" }\n"
 	for _, c := range []struct {
-		key string
-		v   any
+		key  string
+		v    any
+		want error
 	}{
-		{"agents.default", "x"},                                 // a table
-		{"agents.default.model.x", "x"},                         // inside a string
-		{"agents.default.permissions.x", "allow"},               // inside an inline table
-		{"agents.default.colour", "red"},                        // unknown: the file would not load
-		{"agents.default.network", "sometimes"},                 // invalid: the file would not load
-		{"agents.default.pids", map[string]any{"a": 1}},         // a table value
-		{"agents.default.mounts", []any{[]any{"a"}}},            // nested arrays
-		{"agents.default.model", struct{}{}},                    // not a TOML value
-		{"agents.default.model", int64(3)},                      // a string field
-		{"agents.default.mounts", []any{"a", map[string]any{}}}, // a table in an array
+		{"agents.default", "x", ErrBadKey},                                   // a table
+		{"agents", "x", ErrBadKey},                                           // not inside a table
+		{"agents.default.model.x", "x", ErrBadKey},                           // inside a string
+		{"agents.default.permissions.x", "allow", ErrNotEditable},            // inside an inline table
+		{"agents.default.colour", "red", ErrInvalid},                         // unknown: the file would not load
+		{"agents.default.network", "sometimes", ErrInvalid},                  // invalid: the file would not load
+		{"agents.default.pids", map[string]any{"a": 1}, ErrBadValue},         // a table value
+		{"agents.default.mounts", []any{[]any{"a"}}, ErrBadValue},            // nested arrays
+		{"agents.default.model", struct{}{}, ErrBadValue},                    // not a TOML value
+		{"agents.default.model", int64(3), ErrInvalid},                       // a string field
+		{"agents.default.mounts", []any{"a", map[string]any{}}, ErrBadValue}, // a table in an array
 	} {
 		p := write(t, in)
-		if ch, err := SetValue(p, c.key, c.v); err == nil {
+		ch, err := SetValue(p, c.key, c.v)
+		switch {
+		case err == nil:
 			t.Errorf("%s = %#v accepted: %+v\n%s", c.key, c.v, ch, read(t, p))
+		case !errors.Is(err, c.want):
+			// The API maps these to its status codes.
+			t.Errorf("%s = %#v: %v, want %v", c.key, c.v, err, c.want)
 		}
 		if got := read(t, p); got != in {
 			t.Errorf("%s = %#v changed the file:\n%s", c.key, c.v, got)

@@ -152,8 +152,6 @@ func New(o Options) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push})
 	var tlsConfig *tls.Config
 	if o.SelfSigned || o.CertFile != "" {
 		if tlsConfig, err = d.loadTLS(); err != nil {
@@ -167,6 +165,8 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),

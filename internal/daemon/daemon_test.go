@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -28,6 +29,18 @@ type testDaemon struct {
 
 func startDaemon(t *testing.T) *testDaemon {
 	t.Helper()
+	return startDaemonEnv(t, func(k string) string {
+		if k == "DEN_TOKEN" {
+			return testToken
+		}
+		return ""
+	})
+}
+
+// startDaemonEnv is startDaemon with env as its environment (with no
+// DEN_TOKEN, the token is in the data dir's token file).
+func startDaemonEnv(t *testing.T, env func(string) string) *testDaemon {
+	t.Helper()
 	var log bytes.Buffer
 	d, err := New(Options{
 		DataDir: t.TempDir(), ConfigPath: t.TempDir() + "/config.toml", Config: &config.Config{},
@@ -35,12 +48,7 @@ func startDaemon(t *testing.T) *testDaemon {
 			return nil, computer.SessionOptions{}, errors.New("no computers in this test")
 		},
 		Listen: "127.0.0.1:0", Log: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil)),
-		Env: func(k string) string {
-			if k == "DEN_TOKEN" {
-				return testToken
-			}
-			return ""
-		},
+		Env: env,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +146,18 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 		path := concrete(rt.Pattern)
 		if resp, body := d.do(t, rt.Method, path, "", bearer("wrong-token-but-long-enough")); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s %s with a wrong token: %d %s, want 401", rt.Method, path, resp.StatusCode, body)
+		}
+	}
+	// The settings page's routes are in the table, so the walk above
+	// covered them.
+	have := map[string]bool{}
+	for _, rt := range routes {
+		have[rt.Method+" "+rt.Pattern] = true
+	}
+	for _, r := range []string{"GET /api/v1/agents", "GET /api/v1/models", "GET /api/v1/usage", "PATCH /api/v1/config",
+		"GET /api/v1/rules", "DELETE /api/v1/rules", "POST /api/v1/token/rotate"} {
+		if !have[r] {
+			t.Errorf("no route %s", r)
 		}
 	}
 	publics := 0
@@ -277,5 +297,83 @@ func TestEdge(t *testing.T) {
 	}
 	if !strings.Contains(d.log.String(), "path=/api/v1/sessions") {
 		t.Errorf("requests not logged: %s", d.log.String())
+	}
+}
+
+// TestRotateToken: POST /api/v1/token/rotate from a browser signs out
+// every other browser and script, keeps that browser signed in with a
+// new cookie and gives it the new token once; a token from DEN_TOKEN is
+// not den's to rotate.
+func TestRotateToken(t *testing.T) {
+	d := startDaemonEnv(t, func(string) string { return "" })
+	oldURL, err := d.LoginURL(d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldToken := oldURL[strings.Index(oldURL, "?token=")+len("?token="):]
+	login := func() *http.Cookie {
+		t.Helper()
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Get(d.url + "/?token=" + oldToken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if len(resp.Cookies()) != 1 {
+			t.Fatalf("login: %d %v", resp.StatusCode, resp.Cookies())
+		}
+		return resp.Cookies()[0]
+	}
+	withCookie := func(c *http.Cookie) func(*http.Request) {
+		return func(r *http.Request) {
+			r.AddCookie(c)
+			r.Header.Set("Origin", d.url)
+		}
+	}
+	phone, laptop := login(), login()
+	resp, body := d.do(t, "POST", "/api/v1/token/rotate", "", withCookie(laptop))
+	var got struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); resp.StatusCode != http.StatusOK || err != nil || got.Token == "" || got.Token == oldToken {
+		t.Fatalf("rotate: %d %s", resp.StatusCode, body)
+	}
+	if resp.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the answer with the token may be cached: Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+	if len(resp.Cookies()) != 1 || resp.Cookies()[0].MaxAge <= 0 {
+		t.Fatalf("rotate set the cookies %v", resp.Cookies())
+	}
+	fresh := resp.Cookies()[0]
+	if newURL, err := d.LoginURL(d.url); err != nil || !strings.HasSuffix(newURL, "?token="+got.Token) {
+		t.Errorf("the login URL after rotation does not hold the new token (%v)", err)
+	}
+	for _, c := range []struct {
+		what string
+		set  func(*http.Request)
+		want int
+	}{
+		{"the old token", bearer(oldToken), http.StatusUnauthorized},
+		{"another browser's cookie", withCookie(phone), http.StatusUnauthorized},
+		{"the rotating browser's old cookie", withCookie(laptop), http.StatusUnauthorized},
+		{"the new token", bearer(got.Token), http.StatusOK},
+		{"the new cookie", withCookie(fresh), http.StatusOK},
+	} {
+		if resp, body := d.do(t, "GET", "/api/v1/sessions", "", c.set); resp.StatusCode != c.want {
+			t.Errorf("%s after the rotation: %d %s, want %d", c.what, resp.StatusCode, body, c.want)
+		}
+	}
+	// A rotation by cookie needs den's own Origin, as every change does.
+	if resp, body := d.do(t, "POST", "/api/v1/token/rotate", "", func(r *http.Request) { r.AddCookie(fresh) }); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("rotate by cookie without Origin: %d %s", resp.StatusCode, body)
+	}
+
+	env := startDaemon(t)
+	resp, body = env.do(t, "POST", "/api/v1/token/rotate", "", bearer(testToken))
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, `"code":"token_from_env"`) || !strings.Contains(body, "DEN_TOKEN") {
+		t.Errorf("rotate with DEN_TOKEN: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := env.do(t, "GET", "/api/v1/sessions", "", bearer(testToken)); resp.StatusCode != http.StatusOK {
+		t.Errorf("DEN_TOKEN after a refused rotation: %d", resp.StatusCode)
 	}
 }

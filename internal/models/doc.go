@@ -31,6 +31,14 @@
 // in what den cannot know; Resolver.Explain says, for a person, what
 // was assumed and which keys to set.
 //
+// # Listing
+//
+// Resolver.Providers and Resolver.Known list what den knows, for a
+// settings page: every provider (built-in or configured) with where its
+// key comes from and whether den can call it, never the key; every
+// catalog model under the built-in provider that serves it, and every
+// ref the config names.
+//
 // The catalog is package data, never written after start; a Resolver is
 // safe for concurrent use as long as its Config is not changed.
 package models

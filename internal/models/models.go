@@ -148,17 +148,48 @@ func (r *Resolver) target(ref string) (Target, error) {
 
 // provider builds the named provider from config or the built-ins.
 func (r *Resolver) provider(name string) (llm.Provider, error) {
+	p, _, err := r.providerKey(name)
+	return p, err
+}
+
+// keySource is where a provider's key came from: KeyConfig, KeyEnv or
+// KeyNone, and the variable it was (or would be) read from.
+type keySource struct {
+	from, env string
+}
+
+// Where a provider's key comes from.
+const (
+	KeyConfig = "config" // api_key in the config file
+	KeyEnv    = "env"    // a variable of den's environment
+	KeyNone   = "none"
+)
+
+// providerKey is provider, and where the key came from.
+func (r *Resolver) providerKey(name string) (llm.Provider, keySource, error) {
 	if c, ok := r.Config.Providers[name]; ok {
 		p := llm.Provider{Name: name, Type: c.Type, BaseURL: c.BaseURL, APIKey: c.APIKey, Headers: c.Headers}
+		src := keySource{from: KeyConfig}
 		if p.APIKey == "" && c.APIKeyEnv != "" {
+			src.env = c.APIKeyEnv
 			p.APIKey = r.env(c.APIKeyEnv)
 		}
 		if p.APIKey == "" {
 			if b, ok := builtins[c.Type]; ok {
-				p.APIKey = r.firstEnv(b.keyEnvs)
+				if v, env := r.firstEnv(b.keyEnvs); v != "" {
+					p.APIKey, src.env = v, env
+				} else if src.env == "" {
+					src.env = env
+				}
 			}
 		}
-		return p, nil
+		switch {
+		case p.APIKey == "":
+			src.from = KeyNone
+		case c.APIKey == "":
+			src.from = KeyEnv
+		}
+		return p, src, nil
 	}
 	b, ok := builtins[name]
 	if !ok {
@@ -170,24 +201,34 @@ func (r *Resolver) provider(name string) (llm.Provider, error) {
 			known = append(known, k)
 		}
 		sort.Strings(known)
-		return llm.Provider{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownProvider, name, strings.Join(known, ", "))
+		return llm.Provider{}, keySource{}, fmt.Errorf("%w %q (known: %s)", ErrUnknownProvider, name, strings.Join(known, ", "))
 	}
-	p := llm.Provider{Name: name, Type: b.typ, BaseURL: b.baseURL, APIKey: r.firstEnv(b.keyEnvs)}
+	key, env := r.firstEnv(b.keyEnvs)
+	src := keySource{from: KeyEnv, env: env}
+	if key == "" {
+		src.from = KeyNone
+	}
+	p := llm.Provider{Name: name, Type: b.typ, BaseURL: b.baseURL, APIKey: key}
 	if b.baseEnv != "" {
 		if u := r.env(b.baseEnv); u != "" {
 			p.BaseURL = u
 		}
 	}
-	return p, nil
+	return p, src, nil
 }
 
-func (r *Resolver) firstEnv(names []string) string {
+// firstEnv is the value of the first of names that is set, and its
+// name; with none set, "" and the first name ("" if there are none).
+func (r *Resolver) firstEnv(names []string) (value, name string) {
 	for _, n := range names {
 		if v := r.env(n); v != "" {
-			return v
+			return v, n
 		}
 	}
-	return ""
+	if len(names) == 0 {
+		return "", ""
+	}
+	return "", names[0]
 }
 
 // info finds catalog facts, applying the config's overrides.
@@ -317,7 +358,7 @@ func (r *Resolver) Explain(t Target) string {
 func (r *Resolver) Default() (string, error) {
 	for _, name := range defaultOrder {
 		b := builtins[name]
-		if r.firstEnv(b.keyEnvs) != "" {
+		if key, _ := r.firstEnv(b.keyEnvs); key != "" {
 			return name + "/" + b.model, nil
 		}
 	}

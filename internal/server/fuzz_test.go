@@ -55,9 +55,11 @@ func FuzzDecoders(f *testing.F) {
 		"POST /api/v1/sessions/" + sess.ID + "/branch",
 		"POST /api/v1/approvals/nosuch",
 		"PATCH /api/v1/config",
+		"DELETE /api/v1/rules",
 	}
 	for _, seed := range []string{`{}`, `{"agent":"default"}`, `{"text":"hi","model":"x/y"}`, `{"decision":"allow","scope":"always"}`,
-		`{"set":{"agents.default.model":"a/b"}}`, `{"text":`, `[]`, `null`, `{"text":"hi"} {"x":1}`, "\x00\xff", `{"message_id":"` + ids[0] + `"}`} {
+		`{"set":{"agents.default.model":"a/b"}}`, `{"unset":["agents.default.model"]}`, `{"unset":["groups"],"set":{"groups.g.members":["a/b"]}}`,
+		`{"agent":"default","command":"den-open","action":"","subject":"x"}`, `{"text":`, `[]`, `null`, `{"text":"hi"} {"x":1}`, "\x00\xff", `{"message_id":"` + ids[0] + `"}`} {
 		for i := range routes {
 			f.Add(i, seed)
 		}

@@ -2,11 +2,10 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -90,9 +89,18 @@ func (s *Server) answerApproval(w http.ResponseWriter, r *http.Request) error {
 	return reply.JSON(w, http.StatusOK, approvalOf(a))
 }
 
+// usage answers a session's usage totals (?session=), or an agent's
+// (?agent=; none: every agent's) since ?since= (a duration back from
+// now; none: all of it): summed, or with ?by=day per calendar day in
+// ?tz= (an IANA zone, UTC by default), or with ?by=session per session
+// (the ?limit= with the most input, 20 by default).
 func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	by := q.Get("by")
 	if id := q.Get("session"); id != "" {
+		if by != "" {
+			return badRequest("usage of a session: ?session= goes without ?by=")
+		}
 		u, err := s.st.SessionUsage(r.Context(), id)
 		if err != nil {
 			return err
@@ -108,11 +116,60 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 		since = time.Now().Add(-d)
 	}
 	agent := q.Get("agent")
-	u, err := s.st.AgentUsage(r.Context(), agent, since)
-	if err != nil {
-		return err
+	switch by {
+	case "":
+		u, err := s.st.AgentUsage(r.Context(), agent, since)
+		if err != nil {
+			return err
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+	case "day":
+		tz := q.Get("tz")
+		if tz == "" {
+			tz = "UTC"
+		}
+		loc, err := time.LoadLocation(tz)
+		if err != nil || tz == "Local" {
+			return badRequest("tz %q: want an IANA time zone such as Europe/Berlin", tz)
+		}
+		list, err := s.st.UsageByDay(r.Context(), agent, since, loc)
+		if err != nil {
+			return err
+		}
+		type dayJSON struct {
+			Day string `json:"day"`
+			usageJSON
+		}
+		days := make([]dayJSON, len(list))
+		for i, d := range list {
+			days[i] = dayJSON{d.Day, usageOf(d.Usage)}
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "tz": tz, "days": days})
+	case "session":
+		limit := 20
+		if v := q.Get("limit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > 500 {
+				return badRequest("limit %q: want a number from 1 to 500", v)
+			}
+			limit = n
+		}
+		list, err := s.st.AgentUsageBySession(r.Context(), agent, since, limit)
+		if err != nil {
+			return err
+		}
+		type sessionUsageJSON struct {
+			Session string `json:"session_id"` // "": the deleted sessions, together
+			Title   string `json:"title"`
+			usageJSON
+		}
+		sessions := make([]sessionUsageJSON, len(list))
+		for i, t := range list {
+			sessions[i] = sessionUsageJSON{t.Session, t.Title, usageOf(t.Usage)}
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "sessions": sessions})
 	}
-	return reply.JSON(w, http.StatusOK, map[string]any{"agent": agent, "usage": usageOf(u)})
+	return badRequest("by %q: want day or session", by)
 }
 
 // getConfig is the config file with secrets masked (as den config get
@@ -126,19 +183,31 @@ func (s *Server) getConfig(w http.ResponseWriter, r *http.Request) error {
 	return reply.JSON(w, http.StatusOK, map[string]any{"path": s.o.ConfigPath, "key": key, "toml": v})
 }
 
-// patchConfig sets keys as den config set does ({"set": {"key": "value
-// as TOML or plain text"}}), each change checked: the file is valid
-// after every one, or the change is refused and the file left as it
-// was. Secrets are never shown back.
+// patchConfig changes keys as den config set and den config unset
+// do: {"unset": ["key", ...], "set": {"key": "value as TOML or plain
+// text"}}. Unsets come first (so that a table can be replaced whole),
+// then sets, a table's type before its other keys. Each change is
+// checked: the file is valid after every one, or the change is refused
+// and the file left as it was; changes before a refused one stay made,
+// and the runtime reloads the config whenever anything changed.
+// Secrets are never shown back.
 func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Set map[string]json.RawMessage `json:"set"`
+		Set   map[string]json.RawMessage `json:"set"`
+		Unset []string                   `json:"unset"`
 	}
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.Set) == 0 {
-		return badRequest(`nothing to change: send {"set": {"key": value}}`)
+	if len(req.Set) == 0 && len(req.Unset) == 0 {
+		return badRequest(`nothing to change: send {"set": {"key": value}} or {"unset": ["key"]}`)
+	}
+	seen := map[string]bool{}
+	for _, k := range req.Unset {
+		if _, ok := req.Set[k]; ok || seen[k] {
+			return badRequest("%s: set or unset a key once", k)
+		}
+		seen[k] = true
 	}
 	keys := make([]string, 0, len(req.Set))
 	for k := range req.Set {
@@ -153,38 +222,64 @@ func (s *Server) patchConfig(w http.ResponseWriter, r *http.Request) error {
 		}
 		return keys[i] < keys[j]
 	})
-	type change struct {
-		Key string `json:"key"`
-		Old string `json:"old"`
-		New string `json:"new"`
+	done, err := s.changeConfig(req.Unset, keys, req.Set)
+	if len(done) > 0 && s.o.Reload != nil {
+		if rerr := s.o.Reload(); rerr != nil {
+			if err == nil {
+				return rerr
+			}
+			s.log.Error("config: reload after a refused change", "err", rerr)
+		}
 	}
-	var done []change
-	for _, k := range keys {
-		value, err := configValue(req.Set[k])
+	if err != nil {
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, map[string]any{"changed": done})
+}
+
+// configChange is one change as PATCH /api/v1/config reports it: old is
+// "" for a key that was unset, new is null for one removed.
+type configChange struct {
+	Key     string  `json:"key"`
+	Old     string  `json:"old"`
+	New     *string `json:"new"`
+	Removed bool    `json:"removed,omitempty"`
+}
+
+// changeConfig removes the keys of unset, then sets each of keys to its
+// value in set, in order, stopping at the first refused; it returns
+// the changes made.
+func (s *Server) changeConfig(unset, keys []string, set map[string]json.RawMessage) ([]configChange, error) {
+	var done []configChange
+	fail := func(err error) ([]configChange, error) {
+		return done, fmt.Errorf("%w (changes before it were made: %d)", err, len(done))
+	}
+	for _, k := range unset {
+		old, err := config.Unset(s.o.ConfigPath, k) // secrets in a table masked
 		if err != nil {
-			return badRequest("%s: %v", k, err)
+			return fail(err)
+		}
+		if config.Secret(k) {
+			old = "********" // as a set shows it
+		}
+		done = append(done, configChange{Key: k, Old: old, Removed: true})
+	}
+	for _, k := range keys {
+		value, err := configValue(set[k])
+		if err != nil {
+			return fail(fmt.Errorf("%w: %s: %v", config.ErrBadValue, k, err))
 		}
 		old, err := config.Set(s.o.ConfigPath, k, value)
-		var pathErr *fs.PathError
-		switch {
-		case errors.As(err, &pathErr):
-			return fmt.Errorf("%s: %w (changes before it were made: %d)", k, err, len(done))
-		case err != nil:
-			// Anything else is the key or the value: the request's fault.
-			return badRequest("%s: %v (changes before it were made: %d)", k, err, len(done))
+		if err != nil {
+			return fail(err)
 		}
 		shown := value
 		if config.Secret(k) {
 			shown, old = "********", "********"
 		}
-		done = append(done, change{k, old, shown})
+		done = append(done, configChange{Key: k, Old: old, New: &shown})
 	}
-	if s.o.Reload != nil {
-		if err := s.o.Reload(); err != nil {
-			return err
-		}
-	}
-	return reply.JSON(w, http.StatusOK, map[string]any{"changed": done})
+	return done, nil
 }
 
 // configValue is a JSON value as den config set takes it: strings as
@@ -204,4 +299,18 @@ func configValue(raw json.RawMessage) (string, error) {
 		return "", fmt.Errorf("want a string, number, boolean or array, not %s", raw)
 	}
 	return string(raw), nil
+}
+
+// rotateToken replaces den's token: every other browser and script
+// signed in with the old one is signed out, this browser gets a new
+// cookie, and the answer holds the new token, shown once, for scripts.
+func (s *Server) rotateToken(w http.ResponseWriter, r *http.Request) error {
+	if s.o.RotateToken == nil {
+		return notFound("this server cannot rotate the token")
+	}
+	t, err := s.o.RotateToken(w, r)
+	if err != nil {
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, map[string]string{"token": t})
 }

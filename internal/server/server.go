@@ -18,6 +18,7 @@ import (
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/files"
 	"den.dev/den/internal/server/openaicompat"
 	"den.dev/den/internal/server/reply"
@@ -44,6 +45,12 @@ type Options struct {
 	// Push, when set, answers the Web Push routes; they are 404 without
 	// it (push = false).
 	Push *push.Service
+	// RotateToken, when set, replaces den's token for
+	// POST /api/v1/token/rotate: it ends every session made with the
+	// old one, signs r's browser in again (a cookie set on w) and
+	// returns the new token; the auth guard's Rotate. An error wrapping
+	// auth.ErrTokenFromEnv says the token is not den's to change.
+	RotateToken func(w http.ResponseWriter, r *http.Request) (string, error)
 }
 
 // Server answers den's API.
@@ -117,6 +124,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/sw.js", false, s.web.Worker},
 		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
+		{"GET", "/api/v1/models", false, s.listModels},
 		{"GET", "/api/v1/sessions", false, s.listSessions},
 		{"POST", "/api/v1/sessions", false, s.createSession},
 		{"GET", "/api/v1/sessions/{id}", false, s.getSession},
@@ -135,6 +143,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/events", false, s.allEvents},
 		{"GET", "/api/v1/approvals", false, s.listApprovals},
 		{"POST", "/api/v1/approvals/{id}", false, s.answerApproval},
+		{"GET", "/api/v1/rules", false, s.listRules},
+		{"DELETE", "/api/v1/rules", false, s.deleteRule},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
@@ -146,6 +156,7 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/push/subscriptions", false, s.subscribePush},
 		{"DELETE", "/api/v1/push/subscriptions", false, s.unsubscribePush},
 		{"POST", "/api/v1/push/test", false, s.testPush},
+		{"POST", "/api/v1/token/rotate", false, s.rotateToken},
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
@@ -219,7 +230,11 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, webpush.ErrBadSubscription):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
-	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid), errors.Is(err, config.ErrNoKey),
+	case errors.Is(err, config.ErrNoKey):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, config.ErrNotEditable):
+		return &apiError{http.StatusConflict, "not_editable", err.Error()}
+	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, store.ErrAnswered):
@@ -228,6 +243,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusGone, "expired", err.Error()}
 	case errors.Is(err, store.ErrSessionBusy):
 		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, auth.ErrTokenFromEnv):
+		return &apiError{http.StatusConflict, "token_from_env", "den's token comes from DEN_TOKEN in its environment: change it there and restart den serve"}
 	case errors.Is(err, session.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", "den is shutting down"}
 	}

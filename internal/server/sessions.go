@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/session"
@@ -59,25 +61,58 @@ func (s *Server) sessionOf(sess store.Session) sessionJSON {
 		Running: s.rt.Running(sess.ID), Created: sess.Created, Updated: sess.Updated, Head: sess.Head, Usage: usageOf(sess.Usage)}
 }
 
+// agentJSON is an agent's settings as the API shows them: what the
+// config says, "" (or empty) where it says nothing and den's default
+// applies, but for trust and network, which show the level den uses.
+type agentJSON struct {
+	Name             string            `json:"name"`
+	Model            string            `json:"model,omitempty"` // "": den's default model
+	Trust            string            `json:"trust"`
+	Instructions     string            `json:"instructions"`
+	InstructionsFile string            `json:"instructions_file,omitempty"`
+	Network          string            `json:"network"` // "on" or "off"
+	Mounts           []string          `json:"mounts"`  // HOST:GUEST[:ro|:rw], as the config writes them
+	Rootfs           string            `json:"rootfs"`  // "": alpine, when the computer is first made
+	Permissions      map[string]string `json:"permissions"`
+	AllowedModels    []string          `json:"allowed_models"`
+	Memory           string            `json:"memory"` // sizes such as "2GiB", or "unlimited"; "": den's default
+	Tmp              string            `json:"tmp"`
+	Disk             string            `json:"disk"`
+	Pids             int64             `json:"pids"`       // 0: den's default
+	CPUWeight        uint64            `json:"cpu_weight"` // 0: den's default
+}
+
+func agentOf(name string, a config.Agent) agentJSON {
+	out := agentJSON{Name: name, Model: a.Model, Trust: a.Trust, Instructions: a.Instructions, InstructionsFile: a.InstructionsFile,
+		Network: a.Network, Mounts: a.Mounts, Rootfs: a.Rootfs, Permissions: a.Permissions, AllowedModels: a.AllowedModels,
+		Memory: a.Memory, Tmp: a.Tmp, Disk: a.Disk, Pids: a.Pids, CPUWeight: a.CPUWeight}
+	if out.Trust == "" {
+		out.Trust = string(permission.Trusted)
+	}
+	if out.Network == "" {
+		out.Network = "on" // a computer has the network unless the config turns it off
+	}
+	if out.Mounts == nil {
+		out.Mounts = []string{}
+	}
+	if out.Permissions == nil {
+		out.Permissions = map[string]string{}
+	}
+	if out.AllowedModels == nil {
+		out.AllowedModels = []string{}
+	}
+	return out
+}
+
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
 	cfg := s.rt.Config()
 	names := map[string]bool{"default": true}
 	for name := range cfg.Agents {
 		names[name] = true
 	}
-	type agentJSON struct {
-		Name  string `json:"name"`
-		Model string `json:"model,omitempty"`
-		Trust string `json:"trust"`
-	}
-	var out []agentJSON
+	out := make([]agentJSON, 0, len(names))
 	for name := range names {
-		a := cfg.Agent(name)
-		trust := a.Trust
-		if trust == "" {
-			trust = "trusted"
-		}
-		out = append(out, agentJSON{Name: name, Model: a.Model, Trust: trust})
+		out = append(out, agentOf(name, cfg.Agent(name)))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return reply.JSON(w, http.StatusOK, map[string]any{"agents": out})

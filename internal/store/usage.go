@@ -101,23 +101,40 @@ func (s *Store) SessionUsage(ctx context.Context, sessionID string) (Usage, erro
 }
 
 // AgentUsage returns the sum of an agent's usage recorded at or after
-// since (zero: all of it), deleted sessions included.
+// since (zero: all of it), deleted sessions included; agent "" sums
+// every agent's.
 func (s *Store) AgentUsage(ctx context.Context, agent string, since time.Time) (Usage, error) {
 	var u Usage
 	var micro int64
-	from := int64(math.MinInt64)
-	if !since.IsZero() {
-		from = since.UnixNano()
-	}
+	where, args := byAgent(agent)
 	err := s.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0),
 			coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0), coalesce(sum(cost_micro_usd), 0)
-		FROM usage WHERE agent = ? AND created_at >= ?`, agent, from).
+		FROM usage u WHERE `+where+` AND u.created_at >= ?`, append(args, sinceNanos(since))...).
 		Scan(&u.Requests, &u.InputTokens, &u.OutputTokens, &u.CacheReadTokens, &u.CacheWriteTokens, &micro)
 	if err != nil {
 		return Usage{}, fmt.Errorf("store: usage of agent %s: %w", agent, err)
 	}
 	u.CostUSD = fromMicros(micro)
 	return u, nil
+}
+
+// byAgent is the condition that a usage row (as u) is agent's, or any
+// agent's for "", and its arguments. For "" it names every agent rather
+// than being always true, so that SQLite still reads a time range of
+// usage_by_agent (agent, created_at), one agent after another.
+func byAgent(agent string) (string, []any) {
+	if agent == "" {
+		return "u.agent IN (SELECT name FROM agents)", nil
+	}
+	return "u.agent = ?", []any{agent}
+}
+
+// sinceNanos is since as stored, or the earliest time for zero.
+func sinceNanos(since time.Time) int64 {
+	if since.IsZero() {
+		return math.MinInt64
+	}
+	return since.UnixNano()
 }
 
 // CacheHitRate is the share of u's input served from the prompt cache:
@@ -138,27 +155,25 @@ type SessionTotal struct {
 	Usage
 }
 
-// AgentUsageBySession returns an agent's usage recorded at or after
-// since (zero: all of it) summed per session, the sessions with the
-// most input (uncached, cache reads and writes) first, ties newest
-// first; at most limit of them (limit <= 0: all). The records of
-// deleted sessions are summed as one, with Session "".
+// AgentUsageBySession returns an agent's usage (agent "": every
+// agent's) recorded at or after since (zero: all of it) summed per
+// session, the sessions with the most input (uncached, cache reads and
+// writes) first, ties newest first; at most limit of them (limit <= 0:
+// all). The records of deleted sessions are summed as one, with
+// Session "".
 func (s *Store) AgentUsageBySession(ctx context.Context, agent string, since time.Time, limit int) ([]SessionTotal, error) {
-	from := int64(math.MinInt64)
-	if !since.IsZero() {
-		from = since.UnixNano()
-	}
 	if limit <= 0 {
 		limit = -1 // no limit, in SQLite
 	}
+	where, args := byAgent(agent)
 	rows, err := s.db.QueryContext(ctx, `SELECT coalesce(u.session_id, ''), coalesce(max(s.title), ''), count(*),
 			sum(u.input_tokens), sum(u.output_tokens), sum(u.cache_read_tokens), sum(u.cache_write_tokens),
 			sum(u.cost_micro_usd)
 		FROM usage u LEFT JOIN sessions s ON s.id = u.session_id
-		WHERE u.agent = ? AND u.created_at >= ?
+		WHERE `+where+` AND u.created_at >= ?
 		GROUP BY u.session_id
 		ORDER BY sum(u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) DESC, u.session_id DESC
-		LIMIT ?`, agent, from, limit)
+		LIMIT ?`, append(args, sinceNanos(since), limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("store: usage of agent %s by session: %w", agent, err)
 	}

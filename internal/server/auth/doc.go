@@ -19,7 +19,10 @@
 // sets before a 303 to the same URL without the token parameter. The
 // cookie is nonce.mac, mac being HMAC-SHA256 of the nonce under a key
 // derived (HKDF) from the token: no session table, so sessions survive
-// restarts, and Rotate, which replaces the token, ends them all. The
+// restarts, and Rotate, which replaces the token, ends them all.
+// Guard.Rotate does the same from a request: it also switches the guard
+// to the new token at once and signs the requesting browser in again
+// with a cookie made with it. The
 // cookie is HttpOnly, SameSite=Strict, Path=/, lasts 400 days and is
 // Secure when the client uses https (Options.TLS, or a trusted proxy's
 // X-Forwarded-Proto). A rejected cookie is deleted in the response.
@@ -65,7 +68,9 @@
 //
 //   - The token never appears in a response, an error or a log (the
 //     package logs nothing); the login redirect drops every token
-//     parameter.
+//     parameter. The one exception is Guard.Rotate, which returns the
+//     new token to its caller (den's API gives it once to the client
+//     that asked for the rotation).
 //   - Bearer tokens are compared as SHA-256 sums and MACs as bytes,
 //     both with crypto/subtle, so neither value nor length leaks through
 //     timing.

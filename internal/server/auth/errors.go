@@ -15,6 +15,10 @@ var (
 	// a space or control character in it.
 	ErrInvalidToken = errors.New("invalid token")
 
+	// ErrTokenFromEnv is a rotation asked of a guard whose token comes
+	// from DEN_TOKEN: den cannot change its environment.
+	ErrTokenFromEnv = errors.New("the token comes from DEN_TOKEN")
+
 	// ErrInsecureFile is a token file that is a symbolic link, is not a
 	// regular file, or grants group or others any permission.
 	ErrInsecureFile = errors.New("token file is not private")

@@ -123,6 +123,24 @@ func (g *Guard) LoginURL(base string) (string, error) {
 	return strings.TrimRight(base, "/") + "/?token=" + url.QueryEscape(sec.token), nil
 }
 
+// Rotate replaces the token with a new one, as den token --rotate does,
+// and the guard uses it from the next request on: the old token and
+// every session cookie made with it are refused (in this process at
+// once, without waiting to notice the file's change). It sets on w a new
+// session cookie for r's client, made with the new token, so that the
+// browser that asked stays signed in, and returns the new token, for
+// the caller to show once to whoever asked. A token from DEN_TOKEN is
+// not den's to change: Rotate then fails with ErrTokenFromEnv and
+// changes nothing.
+func (g *Guard) Rotate(w http.ResponseWriter, r *http.Request) (string, error) {
+	sec, err := g.src.rotate()
+	if err != nil {
+		return "", err
+	}
+	http.SetCookie(w, g.cookie(r, newSession(sec), cookieMaxAge))
+	return sec.token, nil
+}
+
 // credential kinds, in the order the guard looks for them.
 const (
 	none = iota

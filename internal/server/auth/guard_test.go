@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,6 +217,70 @@ func TestRotateEndsSessions(t *testing.T) {
 	}
 	if url, err := h.g.LoginURL("http://den.example:7700/"); err != nil || url != "http://den.example:7700/?token="+tok {
 		t.Errorf("LoginURL after rotation: %v", err)
+	}
+}
+
+// TestGuardRotate: a rotation asked through the guard ends the old
+// token and every cookie made with it on the very next request, signs
+// the asking browser in with a new cookie, and leaves the new token in
+// the file.
+func TestGuardRotate(t *testing.T) {
+	h := newHarness(t, false, nil)
+	other := h.login(nil, h.token)
+	w := httptest.NewRecorder()
+	tok, err := h.g.Rotate(w, httptest.NewRequest("POST", "/api/v1/token/rotate", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addToken(tok)
+	if tok == h.token || checkToken(tok) != nil {
+		t.Fatalf("new token %q", tok)
+	}
+	if got, err := LoadToken(h.dir, noEnv); err != nil || got != tok {
+		t.Errorf("the file holds %q (%v), not the token Rotate returned", got, err)
+	}
+	var fresh *http.Cookie
+	for _, c := range w.Result().Cookies() {
+		if c.Name == cookieName {
+			fresh = c
+		}
+	}
+	if fresh == nil || !fresh.HttpOnly || fresh.SameSite != http.SameSiteStrictMode || fresh.MaxAge != cookieMaxAge {
+		t.Fatalf("cookie of the rotating browser: %+v", fresh)
+	}
+	for _, c := range []struct {
+		what string
+		set  func(*http.Request)
+		want int
+	}{
+		{"the old token", withBearer(h.token), http.StatusUnauthorized},
+		{"another browser's cookie", withCookie(other), http.StatusUnauthorized},
+		{"the new token", withBearer(tok), http.StatusOK},
+		{"the new cookie", withCookie(fresh.Value), http.StatusOK},
+	} {
+		if r := h.do(nil, "GET", "/x", c.set); r.code != c.want {
+			t.Errorf("%s after the rotation: %d %s, want %d", c.what, r.code, r.body, c.want)
+		}
+	}
+}
+
+// TestGuardRotateEnvToken: a token from DEN_TOKEN is not den's to
+// rotate; nothing changes.
+func TestGuardRotateEnvToken(t *testing.T) {
+	const tok = "env-token-0123456789-abcdef"
+	h := newHarness(t, false, func(o *Options) { o.Env = env(tok) })
+	w := httptest.NewRecorder()
+	if _, err := h.g.Rotate(w, httptest.NewRequest("POST", "/api/v1/token/rotate", nil)); !errors.Is(err, ErrTokenFromEnv) {
+		t.Errorf("Rotate with DEN_TOKEN: %v, want ErrTokenFromEnv", err)
+	}
+	if len(w.Result().Cookies()) != 0 {
+		t.Errorf("a refused rotation set a cookie: %v", w.Result().Cookies())
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, tokenFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused rotation wrote a token file (stat: %v)", err)
+	}
+	if r := h.do(nil, "GET", "/x", withBearer(tok)); r.code != http.StatusOK {
+		t.Errorf("DEN_TOKEN after a refused rotation: %d", r.code)
 	}
 }
 

@@ -3,7 +3,9 @@ package auth
 import (
 	"crypto/hkdf"
 	"crypto/sha256"
+	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 )
@@ -84,6 +86,30 @@ func (s *source) get() (*secret, error) {
 	}
 	s.cur.Store(v)
 	return v.sec, v.err
+}
+
+// rotate writes a new token to the file, as Rotate does, and makes it
+// the current secret before it returns: no call of get after rotate
+// returns the old one, not even before the file's change could be seen.
+// A token from DEN_TOKEN cannot be rotated (ErrTokenFromEnv).
+func (s *source) rotate() (*secret, error) {
+	if s.path == "" {
+		return nil, fmt.Errorf("auth: rotate token: %w", ErrTokenFromEnv)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := Rotate(filepath.Dir(s.path)); err != nil {
+		return nil, err
+	}
+	// What the file holds now: the new token, or a newer one if another
+	// process rotated it meanwhile.
+	t, fi, err := readToken(s.path)
+	if err != nil {
+		return nil, err
+	}
+	v := &version{sec: newSecret(t), fi: fi}
+	s.cur.Store(v)
+	return v.sec, nil
 }
 
 // same reports whether the file at the path is still the one v was read
