@@ -85,7 +85,7 @@ export function Settings({ onError, onClose, onOpen }) {
             ${catalog && (catalog.groups || []).map((g) => html`<option value=${g.name}>group: ${(g.members || []).join(", ")}</option>`)}
             ${catalog && (catalog.models || []).filter((m) => m.available).map((m) => html`<option value=${m.ref} />`)}
           </datalist>
-          ${agents.map((a) => html`<${AgentForm} key=${a.name} a=${a} save=${save} />`)}
+          ${agents.map((a) => html`<${AgentForm} key=${a.name} a=${a} save=${save} fallback=${catalog && catalog.default_model} />`)}
         </section>
         <${Models} catalog=${catalog} save=${save} />
         <${Providers} catalog=${catalog} save=${save} />
@@ -102,7 +102,7 @@ export function Settings({ onError, onClose, onOpen }) {
 
 // ---------------------------------------------------------------- agents
 
-function AgentForm({ a, save }) {
+function AgentForm({ a, save, fallback }) {
   const [model, setModel] = useState(a.model || "");
   const [trust, setTrust] = useState(a.trust || "trusted");
   const [network, setNetwork] = useState(a.network || "on");
@@ -135,14 +135,13 @@ function AgentForm({ a, save }) {
     if (Object.keys(set).length || unset.length) save(`Agent ${a.name}`, () => change(set, unset));
   };
   const addMount = () => {
-    if (!mount.host.startsWith("/") && !mount.host.startsWith("~")) return;
-    if (!mount.guest.startsWith("/")) return;
+    if (!mount.host.startsWith("/") || !mount.guest.startsWith("/")) return;
     setMounts([...mounts, `${mount.host}:${mount.guest}:${mount.ro ? "ro" : "rw"}`]);
     setMount({ host: "", guest: "", ro: true });
   };
   return html`<form class="card" onSubmit=${submit} aria-label=${"Agent " + a.name}>
     <h4>${a.name}</h4>
-    <label>Model <input name="model" value=${model} list="model-options" autocomplete="off" placeholder="provider/model or a group"
+    <label>Model <input name="model" value=${model} list="model-options" autocomplete="off" placeholder=${fallback ? `${fallback} (den's choice)` : "provider/model or a group"}
       onInput=${(e) => setModel(e.target.value)} /></label>
     <div class="pair">
       <label>Trust <select name="trust" value=${trust} onChange=${(e) => setTrust(e.target.value)}>
@@ -158,7 +157,7 @@ function AgentForm({ a, save }) {
         <button type="button" class="link" aria-label=${"Remove mount " + m} onClick=${() => setMounts(mounts.filter((_, j) => j !== i))}>Remove</button></li>`)}
         ${mounts.length === 0 && html`<li class="muted">None.</li>`}</ul>
       <div class="pair">
-        <label>Folder here <input name="mount_host" value=${mount.host} placeholder="~/notes" onInput=${(e) => setMount({ ...mount, host: e.target.value })} /></label>
+        <label>Folder here <input name="mount_host" value=${mount.host} placeholder="/home/me/notes" onInput=${(e) => setMount({ ...mount, host: e.target.value })} /></label>
         <label>In the computer <input name="mount_guest" value=${mount.guest} placeholder="/mnt/notes" onInput=${(e) => setMount({ ...mount, guest: e.target.value })} /></label>
       </div>
       <label class="check"><input type="checkbox" checked=${mount.ro} onChange=${(e) => setMount({ ...mount, ro: e.target.checked })} /> Read-only</label>
@@ -245,8 +244,9 @@ function Providers({ catalog, save }) {
   };
   return html`<section aria-labelledby="s-providers"><h3 id="s-providers">Providers</h3>
     <ul class="rows">${providers.map((p) => html`<li key=${p.name}><strong>${p.name}</strong>
-      <span class="grow">${p.type}${p.base_url ? ` · ${p.base_url}` : ""} · ${p.has_key ? `key set (${p.key_from})` : "no key"}</span>
-      ${p.key_from === "config" || p.configured ? html`<button type="button" class="link" aria-label=${"Remove provider " + p.name}
+      <span class="grow">${p.type}${p.base_url ? ` · ${p.base_url}` : ""} · ${p.has_key ? `key set (${p.key_from === "env" ? p.key_env || "environment" : "config file"})` : "no key"}
+        ${p.problem && html`<span class="muted"> · ${p.problem}</span>`}</span>
+      ${p.configured ? html`<button type="button" class="link" aria-label=${"Remove provider " + p.name}
         onClick=${() => save(`Provider ${p.name}`, () => change({}, [key("providers", p.name)]))}>Remove</button>` : null}
     </li>`)}</ul>
     <form class="card" onSubmit=${submit} aria-label="Add or change a provider">
