@@ -110,6 +110,8 @@ type CallOptions struct {
 	// Output receives what the call prints, as it prints it (for the
 	// write-ahead record); it must not block.
 	Output func(text string)
+	// MessageID is the stored assistant message that made the call.
+	MessageID string
 }
 
 // Outcome is a call's result and what else it left.

@@ -129,7 +129,7 @@ func (w *writeAhead) call(ctx context.Context, c *llm.ToolCall, concurrent bool,
 		return outcome{err: fmt.Errorf("agent: %w", err)}
 	}
 	tail := newTail(func(s string, at time.Time) error { return st.CallOutput(bg, w.msgID, c.ID, s, at) })
-	o := w.cfg.Tools.Call(ctx, c, CallOptions{Concurrent: concurrent, Output: tail.add})
+	o := w.cfg.Tools.Call(ctx, c, CallOptions{Concurrent: concurrent, Output: tail.add, MessageID: w.msgID})
 	tailErr := tail.stop()
 	d := time.Since(start)
 	r := o.Result

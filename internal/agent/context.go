@@ -28,6 +28,9 @@ type SummaryStore interface {
 type Context struct {
 	Window *ctxwin.Window
 	Store  SummaryStore
+	// OnCompact, when set, is told the summary of each compaction once
+	// it is stored (den keeps it in the agent's memory).
+	OnCompact func(ctx context.Context, summary string)
 }
 
 // request builds the messages to send: the stored history through the
@@ -72,6 +75,9 @@ func request(ctx context.Context, cfg Config, sessionID string, compactions *int
 		}
 		if err := cfg.Context.Store.AddSummary(context.WithoutCancel(ctx), sessionID, c.Summary, c.Compacted); err != nil {
 			return nil, use, fmt.Errorf("agent: save summary: %w", err)
+		}
+		if cfg.Context.OnCompact != nil {
+			cfg.Context.OnCompact(ctx, c.Summary.Text)
 		}
 		cfg.Emit(&CompactionEvent{Compacted: c.Compacted, Kept: c.Kept, Calls: c.Calls})
 	}

@@ -126,7 +126,16 @@ type Agent struct {
 	AllowedModels []string          `toml:"allowed_models"`
 	Pids          int64             `toml:"pids"`
 	CPUWeight     uint64            `toml:"cpu_weight"`
+	// Remember turns the agent's memory (/den/memory, the memory tools,
+	// memory in every request) on or off for its sessions; unset, on.
+	// A session may differ (/memory). (Memory above is the computer's
+	// RAM.)
+	Remember *bool `toml:"remember"`
 }
+
+// MemoryOn reports whether the agent's sessions have memory unless a
+// session says otherwise.
+func (a Agent) MemoryOn() bool { return a.Remember == nil || *a.Remember }
 
 // Path is the file the config was read from ("" when there was none).
 func (c *Config) Path() string { return c.path }

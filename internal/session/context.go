@@ -74,7 +74,10 @@ func (s offloadSaver) Save(ctx context.Context, name string, data []byte) (strin
 // contextFor builds a session's context management: the first target's
 // window, offloads into the session's folder, and summaries by the same
 // model chain (their usage recorded as compaction).
-func contextFor(st *store.Store, sessionID, offloads string, owner *hostfs.Owner, t models.Target, chain *retry.Model, system string, tools []llm.Tool) *agent.Context {
+//
+// onCompact, when set, is told the summary of every compaction.
+func contextFor(st *store.Store, sessionID, offloads string, owner *hostfs.Owner, t models.Target, chain *retry.Model, system string, tools []llm.Tool,
+	onCompact func(ctx context.Context, summary string)) *agent.Context {
 	w := &ctxwin.Window{
 		Budget:     ctxwin.Budget(t.Info.ContextWindow, t.Info.MaxOutput),
 		Model:      t.Ref,
@@ -112,5 +115,5 @@ func contextFor(st *store.Store, sessionID, offloads string, owner *hostfs.Owner
 		}
 		return llm.TextOf(turn.Message), turn.Usage, serr
 	}
-	return &agent.Context{Window: w, Store: summaryStore{st: st}}
+	return &agent.Context{Window: w, Store: summaryStore{st: st}, OnCompact: onCompact}
 }

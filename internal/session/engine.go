@@ -9,7 +9,9 @@ import (
 
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/memory"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/models/retry"
 	"den.dev/den/internal/permission"
@@ -31,6 +33,7 @@ type engine struct {
 	policy   permission.Policy
 	stopHost func()
 	reg      *tool.Registry
+	book     *memory.Book    // the agent's memory
 	warned   map[string]bool // models whose unknown facts were told
 }
 
@@ -63,11 +66,34 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		stop()
 		return nil, err
 	}
-	if e.reg, err = tool.NewRegistry(tool.Builtin()...); err != nil {
+	if e.reg, err = tool.NewRegistry(append(tool.Builtin(), tool.MemoryTools()...)...); err != nil {
 		e.close()
 		return nil, err
 	}
+	e.book = r.bookOf(comp, sess.Agent)
 	return e, nil
+}
+
+// bookOf is the memory of comp's agent.
+func (r *Runtime) bookOf(comp *computer.Computer, agentName string) *memory.Book {
+	b := &memory.Book{Agent: agentName, Dir: comp.AgentDir("memory"), Owner: computerOwner(comp), Index: r.st}
+	if b.Owner != nil {
+		b.As = &hostfs.Identity{UID: b.Owner.UID, GID: b.Owner.GID}
+	}
+	return b
+}
+
+// memoryOn reports whether memory is on for the session: the session's
+// own choice, else its agent's.
+func (r *Runtime) memoryOn(ctx context.Context, sess store.Session) (bool, error) {
+	on, err := r.st.SessionMemory(ctx, sess.ID)
+	if err != nil {
+		return false, err
+	}
+	if on != nil {
+		return *on, nil
+	}
+	return r.Config().Agent(sess.Agent).MemoryOn(), nil
 }
 
 func (e *engine) close() {
@@ -129,14 +155,32 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	for _, m := range e.opts.Mounts {
 		mounts = append(mounts, agent.Mount{Guest: m.Guest, ReadOnly: m.ReadOnly})
 	}
+	remember, err := r.memoryOn(ctx, sess)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	now := time.Now()
 	system := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
 		Network: e.opts.Network, Mounts: mounts,
-		// What den offers this agent today: host commands. Attachments,
-		// the browser, memory and skills are not yet features of den.
-		Features: agent.Features{HostCommands: e.opts.Host != nil},
-	}, instructions, time.Now())
-	tools := &registryTools{reg: e.reg, env: &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell()},
+		// What den offers this agent today: host commands and memory.
+		// Attachments, the browser and skills are not yet features of
+		// den.
+		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember},
+	}, instructions, now)
+	env := &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell(), Session: sess.ID}
+	var onCompact func(ctx context.Context, summary string)
+	if remember {
+		env.Memory = e.book
+		system += "\n" + r.memoryPrompt(ctx, e.book, sess.ID, now, targets[0].Info.ContextWindow)
+		book, id := e.book, sess.ID
+		onCompact = func(ctx context.Context, summary string) {
+			if _, err := book.AppendSummary(context.WithoutCancel(ctx), id, summary, time.Now()); err != nil {
+				r.emit(id, &agent.WarningEvent{Message: "the summary of the compacted conversation was not kept in memory: " + err.Error()})
+			}
+		}
+	}
+	tools := &registryTools{reg: e.reg, env: env, hidden: hiddenTools(remember),
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
 	id := sess.ID
 	return agent.Config{
@@ -147,7 +191,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		Tools:     tools,
 		System:    system,
 		Context: contextFor(r.st, id, filepath.Join(e.comp.SessionDir(id), "offloads"), computerOwner(e.comp), targets[0], chain,
-			system, tools.Specs()),
+			system, tools.Specs(), onCompact),
 		MaxTurns: opts.MaxTurns,
 		Halt:     r.halting.Load,
 		Thinking: opts.Thinking,
@@ -173,3 +217,33 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 // that does not resolve, a budget it cannot keep): the face's input was
 // wrong, not den.
 var ErrBadOptions = errors.New("bad options")
+
+// memoryPrompt is the memory's part of the system prompt, after
+// bringing its index up to date; a memory den cannot read is said so,
+// not fatal.
+func (r *Runtime) memoryPrompt(ctx context.Context, b *memory.Book, sessionID string, now time.Time, window int) string {
+	if skipped, err := b.Sync(ctx); err != nil {
+		r.emit(sessionID, &agent.WarningEvent{Message: "memory not indexed: " + err.Error()})
+	} else if len(skipped) > 0 {
+		r.emit(sessionID, &agent.WarningEvent{Message: fmt.Sprintf("memory: left out %v (a link, not a file, or over %d bytes)", skipped, memory.MaxFile)})
+	}
+	p, err := b.Prompt(now, memory.PromptBudget(window))
+	if err != nil {
+		r.emit(sessionID, &agent.WarningEvent{Message: "memory not read: " + err.Error()})
+		return "# Your memory\nden could not read /den/memory this time: " + err.Error() + "\n"
+	}
+	return p
+}
+
+// hiddenTools are the tools the model does not see: the memory tools
+// when memory is off.
+func hiddenTools(remember bool) map[string]bool {
+	if remember {
+		return nil
+	}
+	hidden := map[string]bool{}
+	for _, t := range tool.MemoryTools() {
+		hidden[t.Spec().Name] = true
+	}
+	return hidden
+}

@@ -17,6 +17,7 @@ import (
 	"den.dev/den/internal/event"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/memory"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
@@ -249,26 +250,40 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 		lock.Unlock()
 		return Sent{}, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed || r.halting.Load() {
-		// Stored: it runs when den starts again.
-		lock.Unlock()
-		return Sent{MessageID: q.MessageID, Queued: true}, nil
+	for {
+		r.mu.Lock()
+		if r.closed || r.halting.Load() {
+			// Stored: it runs when den starts again.
+			r.mu.Unlock()
+			lock.Unlock()
+			return Sent{MessageID: q.MessageID, Queued: true}, nil
+		}
+		if l.running {
+			// The running worker delivers it at its next turn boundary.
+			lock.Unlock()
+			l.kicked = true
+			l.opts = opts
+			l.done = append(l.done, done)
+			r.mu.Unlock()
+			r.emit(sessionID, &event.QueuedMessage{MessageID: q.MessageID, Text: m.Text})
+			return Sent{MessageID: q.MessageID, Queued: true, Done: done}, nil
+		}
+		if lock != nil {
+			l.running, l.opts = true, opts
+			l.done = append(l.done, done)
+			r.startWorker(l, lock)
+			r.mu.Unlock()
+			return Sent{MessageID: q.MessageID, Done: done}, nil
+		}
+		r.mu.Unlock()
+		// The worker the message was to join ended meanwhile (it lets
+		// go of the session as it ends): take the session as a new run
+		// does. Another den that took it first runs the message.
+		lock, err = r.st.LockSession(ctx, sessionID, r.o.Holder, false)
+		if err != nil {
+			return Sent{MessageID: q.MessageID, Queued: true}, nil
+		}
 	}
-	if l.running {
-		// The running worker delivers it at its next turn boundary.
-		lock.Unlock()
-		l.kicked = true
-		l.opts = opts
-		l.done = append(l.done, done)
-		r.emit(sessionID, &event.QueuedMessage{MessageID: q.MessageID, Text: m.Text})
-		return Sent{MessageID: q.MessageID, Queued: true, Done: done}, nil
-	}
-	l.running, l.opts = true, opts
-	l.done = append(l.done, done)
-	r.startWorker(l, lock)
-	return Sent{MessageID: q.MessageID, Done: done}, nil
 }
 
 // enqueue queues m for the session, naming an untitled session after
@@ -306,16 +321,17 @@ func (r *Runtime) startWorker(l *live, lock *store.SessionLock) {
 	r.workers.Add(1)
 	r.wg.Go(func() {
 		defer r.workers.Done()
-		defer lock.Unlock()
 		defer cancel()
-		r.work(ctx, l)
+		r.work(ctx, l, lock)
 	})
 }
 
 // work runs the session until nothing is queued: each run takes every
 // queued message, and messages queued while it runs join at its turn
-// boundaries.
-func (r *Runtime) work(ctx context.Context, l *live) {
+// boundaries. It lets go of the session's lock as it stops running,
+// under r.mu, so that a Send sees either a running worker to join or a
+// session it can lock.
+func (r *Runtime) work(ctx context.Context, l *live, lock *store.SessionLock) {
 	var out Outcome
 	for {
 		r.mu.Lock()
@@ -333,6 +349,7 @@ func (r *Runtime) work(ctx context.Context, l *live) {
 		again := l.kicked && ctx.Err() == nil && !errors.Is(err, ErrBadOptions) && !r.halting.Load()
 		if !again {
 			l.running, l.cancel = false, nil
+			lock.Unlock()
 			waiters := l.done
 			l.done = nil
 			r.idleLater(l)
@@ -807,6 +824,7 @@ func (r *Runtime) Delete(ctx context.Context, sessionID string) error {
 	if eng != nil {
 		eng.close()
 	}
+	r.forget(ctx, sess.Agent, sessionID, func(b *memory.Book) (int, error) { return b.RevokeSession(ctx, sessionID) })
 	if err := r.st.DeleteSession(ctx, sessionID); err != nil {
 		return err
 	}

@@ -21,13 +21,26 @@ import (
 type registryTools struct {
 	reg        *tool.Registry
 	env        *tool.Env
+	hidden     map[string]bool // tools the model does not see (memory, when off)
 	session    string
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
 	restricted bool
 }
 
-func (r *registryTools) Specs() []llm.Tool { return r.reg.Specs() }
+func (r *registryTools) Specs() []llm.Tool {
+	specs := r.reg.Specs()
+	if len(r.hidden) == 0 {
+		return specs
+	}
+	shown := specs[:0]
+	for _, s := range specs {
+		if !r.hidden[s.Name] {
+			shown = append(shown, s)
+		}
+	}
+	return shown
+}
 
 // Concurrent: reads, and shell commands that only read and leave the
 // shell as it was (each then gets a fresh process), may run beside the
@@ -58,6 +71,7 @@ func CallLabels(c *llm.ToolCall) []string { return (&registryTools{}).Labels(c) 
 func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallOptions) agent.Outcome {
 	env := *r.env
 	env.Output = o.Output
+	env.Message = o.MessageID
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
 	return agent.Outcome{Result: res, ExitCode: exit}
 }

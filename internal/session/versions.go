@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"den.dev/den/internal/agent"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/memory"
 	"den.dev/den/internal/store"
 )
 
@@ -92,17 +94,26 @@ func (r *Runtime) branch(ctx context.Context, sessionID, head string, m *Message
 	if err != nil {
 		return Sent{}, err
 	}
+	// What the new version replaces on the path leaves the agent's
+	// memory: a fact an answer wrote is taken back when the user asks
+	// for another answer.
+	sess, err := r.st.GetSession(ctx, sessionID)
+	if err != nil {
+		lock.Unlock()
+		return Sent{}, err
+	}
+	replaced, err := r.afterOnPath(ctx, sessionID, head)
+	if err != nil {
+		lock.Unlock()
+		return Sent{}, err
+	}
 	if err := r.st.SetHead(ctx, sessionID, head); err != nil {
 		lock.Unlock()
 		return Sent{}, err
 	}
+	r.forget(ctx, sess.Agent, sessionID, func(b *memory.Book) (int, error) { return b.Revoke(ctx, replaced) })
 	var sent Sent
 	if m != nil {
-		sess, err := r.st.GetSession(ctx, sessionID)
-		if err != nil {
-			lock.Unlock()
-			return Sent{}, err
-		}
 		q, err := r.enqueue(ctx, sess, *m)
 		if err != nil {
 			lock.Unlock()
@@ -122,4 +133,37 @@ func (r *Runtime) branch(ctx context.Context, sessionID, head string, m *Message
 	l.done = append(l.done, done)
 	r.startWorker(l, lock)
 	return sent, nil
+}
+
+// afterOnPath lists the messages of the session's current path after
+// the message head ("" for the whole path).
+func (r *Runtime) afterOnPath(ctx context.Context, sessionID, head string) ([]string, error) {
+	path, err := r.st.Path(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	after := head == ""
+	for _, m := range path {
+		if after {
+			ids = append(ids, m.ID)
+		}
+		if m.ID == head {
+			after = true
+		}
+	}
+	return ids, nil
+}
+
+// forget takes entries out of the memory of the agent, through its
+// computer's memory folder; a failure is told to the session's faces,
+// never fatal.
+func (r *Runtime) forget(ctx context.Context, agentName, sessionID string, revoke func(*memory.Book) (int, error)) {
+	comp, _, err := r.computer(ctx, agentName)
+	if err == nil {
+		_, err = revoke(r.bookOf(comp, agentName))
+	}
+	if err != nil {
+		r.emit(sessionID, &agent.WarningEvent{Message: "memory: entries of replaced messages were not taken back: " + err.Error()})
+	}
 }

@@ -257,6 +257,24 @@ CREATE TABLE push_subscriptions (
 	failures     INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0)
 ) STRICT;
 `,
+	// 9: memory. The agent's memory is Markdown files in its folder;
+	// memory_text indexes their entries for search (an entry: a dated
+	// part of a daily log, or a block of GLOBAL.md or SOUL.md, with the
+	// session and message that wrote it), memory_files what each file
+	// was when indexed, so that only changed files are read again. A
+	// session's memory is on or off (NULL: its agent's default).
+	`
+CREATE TABLE memory_files (
+	agent TEXT NOT NULL,
+	name  TEXT NOT NULL,
+	size  INTEGER NOT NULL,
+	mtime INTEGER NOT NULL,
+	PRIMARY KEY (agent, name)
+) STRICT;
+CREATE VIRTUAL TABLE memory_text USING fts5(body, agent UNINDEXED, file UNINDEXED, day UNINDEXED, at UNINDEXED,
+	session UNINDEXED, message UNINDEXED, seq UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+ALTER TABLE sessions ADD COLUMN memory INTEGER CHECK (memory IS NULL OR memory IN (0, 1));
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -56,6 +56,11 @@ type Env struct {
 	// (cleaned text, stdout and stderr interleaved), for the record of a
 	// call that is still running.
 	Output func(text string)
+	// Memory is the agent's memory; nil when it is off for the session.
+	Memory Memory
+	// Session is the call's session and Message the assistant message
+	// that made the call (memory entries name both).
+	Session, Message string
 }
 
 // Result is a tool's answer.

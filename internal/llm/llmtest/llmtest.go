@@ -62,6 +62,7 @@ type Server struct {
 	mu            sync.Mutex
 	turns         []Turn
 	next          int
+	respond       func(body []byte) Turn // when set, answers instead of turns
 	requests      []Request
 	rejected      []Rejection
 	expectInvalid bool
@@ -119,7 +120,10 @@ func newServer(t testing.TB, turns []Turn, api string, check func(*http.Request,
 		}
 		s.mu.Lock()
 		var turn Turn
-		if len(s.turns) > 0 {
+		switch {
+		case s.respond != nil:
+			turn = s.respond(body)
+		case len(s.turns) > 0:
 			i := min(s.next, len(s.turns)-1)
 			turn = s.turns[i]
 			s.next++
@@ -133,6 +137,15 @@ func newServer(t testing.TB, turns []Turn, api string, check func(*http.Request,
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// Respond makes f answer every request from now on, instead of the
+// script: a turn made from the request's body (a test's model that
+// answers what it is asked). f runs one request at a time.
+func (s *Server) Respond(f func(body []byte) Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respond = f
 }
 
 // reject records a refused request and, unless invalid requests are

@@ -1,0 +1,193 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"den.dev/den/internal/config"
+	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/memory"
+)
+
+// anthropicRequest is what a test reads of a request den sent.
+type anthropicRequest struct {
+	System []struct {
+		Text string `json:"text"`
+	} `json:"system"`
+	Tools []struct {
+		Name string `json:"name"`
+	} `json:"tools"`
+}
+
+func readRequest(t *testing.T, body []byte) (system string, tools []string) {
+	t.Helper()
+	var r anthropicRequest
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range r.System {
+		system += s.Text
+	}
+	for _, tl := range r.Tools {
+		tools = append(tools, tl.Name)
+	}
+	return system, tools
+}
+
+// waitSent waits for the outcome of what a Send, Regenerate or Edit
+// started: waitSent(t)(tr.Send(...)).
+func waitSent(t *testing.T) func(Sent, error) {
+	return func(sent Sent, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case out := <-sent.Done:
+			if out.Err != nil {
+				t.Fatal(out.Err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no outcome")
+		}
+	}
+}
+
+// TestMemoryEndToEnd: what the model saves with memory_write lands in
+// today's log of the agent's memory, is in the next request's system
+// prompt, and memory_get finds it; regenerating the answer that wrote it
+// takes it back; with memory off for the session, the model has neither
+// the tools nor the memory.
+func TestMemoryEndToEnd(t *testing.T) {
+	tr := newTestRuntime(t, nil,
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "memory_write", Input: `{"content":"The user's dog is named Pixel."}`}}},
+		llmtest.Turn{Text: "Noted."},
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_2", Name: "memory_get", Input: `{"query":"dog"}`}}},
+		llmtest.Turn{Text: "Your dog is Pixel."},
+		llmtest.Turn{Text: "Another answer."},
+		llmtest.Turn{Text: "No memory here."})
+	s := tr.session(t)
+	ctx := context.Background()
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "remember that my dog is Pixel"}, TurnOptions{}))
+	log := filepath.Join(tr.dir, "agents", "default", "memory", memory.LogName(time.Now(), time.Local))
+	text, err := os.ReadFile(log)
+	if err != nil || !strings.Contains(string(text), "The user's dog is named Pixel.") || !strings.Contains(string(text), "session="+s.ID) {
+		t.Fatalf("the log: %q %v", text, err)
+	}
+	path, _ := tr.st.Path(ctx, s.ID)
+	wrote := path[1] // the answer that called memory_write
+	if !strings.Contains(string(text), "message="+wrote.ID) {
+		t.Errorf("the entry does not name the message that wrote it (%s):\n%s", wrote.ID, text)
+	}
+
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "what is my dog called?"}, TurnOptions{}))
+	reqs := tr.fake.Requests()
+	system, tools := readRequest(t, reqs[2].Body)
+	if !strings.Contains(system, "# Your memory") || !strings.Contains(system, "The user's dog is named Pixel.") {
+		t.Errorf("the memory is not in the next request's system prompt:\n%s", system)
+	}
+	if !strings.Contains(strings.Join(tools, " "), "memory_write") || !strings.Contains(strings.Join(tools, " "), "memory_get") {
+		t.Errorf("tools %v", tools)
+	}
+	if body := string(reqs[3].Body); !strings.Contains(body, "Pixel") || !strings.Contains(body, "/den/memory/") {
+		t.Errorf("memory_get's result: %s", body)
+	}
+
+	// Another answer to the first question: what the first one saved
+	// is taken back.
+	waitSent(t)(tr.Regenerate(ctx, s.ID, wrote.ID, TurnOptions{}))
+	if text, _ := os.ReadFile(log); strings.Contains(string(text), "Pixel") {
+		t.Errorf("the regenerated answer's entry is still in the log:\n%s", text)
+	}
+
+	off := false
+	if err := tr.st.SetSessionMemory(ctx, s.ID, &off); err != nil {
+		t.Fatal(err)
+	}
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "anything?"}, TurnOptions{}))
+	reqs = tr.fake.Requests()
+	system, tools = readRequest(t, reqs[len(reqs)-1].Body)
+	if strings.Contains(system, "# Your memory") || strings.Contains(strings.Join(tools, " "), "memory_") || strings.Contains(system, "/den/memory") {
+		t.Errorf("memory off, the request still has it: tools %v\n%s", tools, system)
+	}
+}
+
+// TestMemoryOffByConfig: an agent with remember = false has no memory
+// unless a session turns it on.
+func TestMemoryOffByConfig(t *testing.T) {
+	no := false
+	cfg := &config.Config{Agents: map[string]config.Agent{"default": {Remember: &no}}}
+	tr := newTestRuntime(t, cfg, llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"})
+	s := tr.session(t)
+	ctx := context.Background()
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "hi"}, TurnOptions{}))
+	if system, tools := readRequest(t, tr.fake.Requests()[0].Body); strings.Contains(system, "# Your memory") || strings.Contains(strings.Join(tools, " "), "memory_") {
+		t.Errorf("remember = false, the request has memory")
+	}
+	on := true
+	tr.st.SetSessionMemory(ctx, s.ID, &on)
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "again"}, TurnOptions{}))
+	if system, _ := readRequest(t, tr.fake.Requests()[1].Body); !strings.Contains(system, "# Your memory") {
+		t.Errorf("the session turned memory on, the request has none")
+	}
+}
+
+// TestMemorySurvivesCompaction: a fact the user gave at turn 3 of a
+// 300-turn session is still known at its end, after the conversation was
+// compacted twice by a summarizer that dropped it the second time and
+// although the model never chose to write it to memory: den keeps each
+// compaction's summary in the day's log, which every request carries.
+func TestMemorySurvivesCompaction(t *testing.T) {
+	window := 16000
+	cfg := &config.Config{Models: map[string]config.Model{"anthropic/claude-tiny": {ContextWindow: window, MaxOutput: 1000}}}
+	tr := newTestRuntime(t, cfg)
+	summaries := 0
+	tr.fake.Respond(func(body []byte) llmtest.Turn {
+		if strings.Contains(string(body), "You are compacting the context") {
+			summaries++
+			if summaries == 1 {
+				return llmtest.Turn{Text: "The user chats about the weather. They said their locker code is 4711."}
+			}
+			return llmtest.Turn{Text: "The user chats about the weather."} // a summarizer that loses the fact
+		}
+		return llmtest.Turn{Text: "Noted."}
+	})
+	ctx := context.Background()
+	if err := tr.st.EnsureAgent(ctx, "default"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tr.st.CreateSession(ctx, "default", "anthropic/claude-tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("The weather today is grey and mild, with a little wind from the west. ", 5)
+	for i := 1; i <= 300; i++ {
+		text := fmt.Sprintf("Turn %d. %s", i, filler)
+		if i == 3 {
+			text = "Turn 3. My locker code is 4711."
+		}
+		waitSent(t)(tr.Send(ctx, s.ID, Message{Text: text}, TurnOptions{}))
+	}
+	if summaries < 2 {
+		t.Fatalf("the conversation was compacted %d times, want at least 2", summaries)
+	}
+	reqs := tr.fake.Requests()
+	last := reqs[len(reqs)-1].Body
+	var r struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	json.Unmarshal(last, &r)
+	if strings.Contains(string(r.Messages), "4711") {
+		t.Fatalf("the last request's conversation still holds the fact itself; the test proves nothing")
+	}
+	if !strings.Contains(string(r.System), "4711") {
+		t.Errorf("after %d compactions the fact from turn 3 is lost: the last request's system prompt:\n%s", summaries, r.System)
+	}
+}
