@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
+	"privfile":            {"privfile"},
 	"sandbox/idmap":       {"sandbox"},
 	"sandbox/netns":       {"sandbox/netns"},
 	// The daemon's edge stands alone: the guard and the certificate know
