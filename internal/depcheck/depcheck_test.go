@@ -43,8 +43,8 @@ var allowed = map[string][]string{
 	"metrics": {"metrics", "store", "llm"},
 	// Web Push's protocol knows nothing of den; what den sends with it
 	// reads stored events and subscriptions only.
-	"webpush": {"webpush"},
-	"push":    {"push", "webpush", "store", "llm"},
+	"webpush": {"webpush", "privfile"},
+	"push":    {"push", "webpush", "privfile", "store", "llm"},
 	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
 }
 
