@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	// The daemon's edge stands alone: the guard and the certificate know
 	// nothing of sessions, and the event vocabulary sits below the faces.
 	"server/auth":    {"server/auth", "privfile"},
-	"server/tlscert": {"server/tlscert"},
+	"server/tlscert": {"server/tlscert", "privfile"},
 	"service":        {"service"},
 	// The metrics read events and know nothing of what makes them.
 	"metrics": {"metrics", "store", "llm"},
