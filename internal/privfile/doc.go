@@ -1,6 +1,7 @@
-// Package privfile keeps den's private files: small secrets (the
-// daemon's token, the VAPID key, the TLS key) that only den's user may
-// read, written whole and read only when they are still private.
+// Package privfile keeps den's private files: small files only den's
+// user may read, secrets (the daemon's token, the VAPID key, the TLS
+// key) and records (the id range), written whole and read only when
+// they are still private.
 //
 // # Contracts
 //
