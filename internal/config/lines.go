@@ -44,17 +44,9 @@ func editLines(data []byte, parts []string, lit string) ([]byte, error) {
 			}
 			continue
 		}
-		eq := findEq(lines[i])
-		if eq < 0 {
-			return nil, fmt.Errorf("cannot read line %d", i+1)
-		}
-		path, ok := keyPath(lines[i][:eq])
-		if !ok {
-			return nil, fmt.Errorf("cannot read the key on line %d", i+1)
-		}
-		end, ok := valueEnd(lines, i, eq)
-		if !ok {
-			return nil, fmt.Errorf("cannot read the value on line %d", i+1)
+		path, eq, end, err := readKeyLine(lines, i)
+		if err != nil {
+			return nil, err
 		}
 		if !inArray {
 			full := append(table[:len(table):len(table)], path...)
@@ -122,6 +114,27 @@ func replaceValue(lines []string, eq int, lit string) string {
 		}
 	}
 	return first[:eq+1] + space + lit + tail + cr
+}
+
+// readKeyLine reads lines[i], a key line (not blank, a comment or a
+// header): the key path as written (relative to the line's table), the
+// index of its '=' and the index of the line its value ends on, which
+// is past i for a value that spans several lines. The error names the
+// line and what on it could not be read.
+func readKeyLine(lines []string, i int) (path []string, eq, end int, err error) {
+	eq = findEq(lines[i])
+	if eq < 0 {
+		return nil, 0, 0, fmt.Errorf("cannot read line %d", i+1)
+	}
+	path, ok := keyPath(lines[i][:eq])
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("cannot read the key on line %d", i+1)
+	}
+	end, ok = valueEnd(lines, i, eq)
+	if !ok {
+		return nil, 0, 0, fmt.Errorf("cannot read the value on line %d", i+1)
+	}
+	return path, eq, end, nil
 }
 
 // valueEnd is the last line of the value that starts after eq on line

@@ -220,17 +220,9 @@ func removeLines(data []byte, parts []string) ([]byte, error) {
 			}
 			continue
 		}
-		eq := findEq(lines[i])
-		if eq < 0 {
-			return nil, fmt.Errorf("cannot read line %d", i+1)
-		}
-		path, ok := keyPath(lines[i][:eq])
-		if !ok {
-			return nil, fmt.Errorf("cannot read the key on line %d", i+1)
-		}
-		end, ok := valueEnd(lines, i, eq)
-		if !ok {
-			return nil, fmt.Errorf("cannot read the value on line %d", i+1)
+		path, _, end, err := readKeyLine(lines, i)
+		if err != nil {
+			return nil, err
 		}
 		full := append(table[:len(table):len(table)], path...)
 		switch {

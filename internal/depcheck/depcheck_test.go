@@ -20,7 +20,7 @@ var allowed = map[string][]string{
 	"llm/openairesponses": {"llm"},
 	"llm/gemini":          {"llm"},
 	"sandbox":             {"sandbox"},
-	"sandbox/bwrap":       {"sandbox"},
+	"sandbox/bwrap":       {"sandbox", "privfile"},
 	"sandbox/proot":       {"sandbox"},
 	"sandbox/rootfs":      {"sandbox/rootfs"},
 	"sandbox/output":      {"sandbox/output"},
@@ -31,20 +31,23 @@ var allowed = map[string][]string{
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
-	"sandbox/idmap":       {"sandbox"},
+	"sandbox/idmap":       {"sandbox", "privfile"},
 	"sandbox/netns":       {"sandbox/netns"},
 	// The daemon's edge stands alone: the guard and the certificate know
 	// nothing of sessions, and the event vocabulary sits below the faces.
-	"server/auth":    {"server/auth"},
-	"server/tlscert": {"server/tlscert"},
+	"server/auth":    {"server/auth", "privfile"},
+	"server/tlscert": {"server/tlscert", "privfile"},
 	"service":        {"service"},
 	// The metrics read events and know nothing of what makes them.
 	"metrics": {"metrics", "store", "llm"},
 	// Web Push's protocol knows nothing of den; what den sends with it
 	// reads stored events and subscriptions only.
-	"webpush": {"webpush"},
-	"push":    {"push", "webpush", "store", "llm"},
+	"webpush": {"webpush", "privfile"},
+	"push":    {"push", "webpush", "privfile", "store", "llm"},
 	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
+	// privfile stands alone like the standard library, so that any layer,
+	// the sandbox's included, may keep its files with it.
+	"privfile": {"privfile"},
 }
 
 func TestBoundaries(t *testing.T) {

@@ -9,11 +9,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"syscall"
+
+	"den.dev/den/internal/privfile"
 )
 
 // KeyFile is the key's file name in the folder LoadKeys is given.
@@ -34,19 +33,15 @@ func LoadKeys(dir string) (*Keys, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return k, err
 	}
-	if err := createKey(dir); err != nil {
+	if err := createKey(path); err != nil {
 		return nil, fmt.Errorf("webpush: create %s: %w", path, err)
 	}
 	return readKey(path)
 }
 
-// createKey writes a new key to dir/vapid.key unless one appears
-// meanwhile. Where hard links are not allowed (Android's app storage)
-// it falls back to a rename.
-func createKey(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
+// createKey writes a new key to path unless one appears meanwhile:
+// another process's key is then the one.
+func createKey(path string) error {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -55,75 +50,20 @@ func createKey(dir string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".vapid-*") // O_EXCL, mode 0600
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	err = pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	err = os.Link(tmp, filepath.Join(dir, KeyFile))
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return nil // another process was first: its key is the one
-	case err != nil:
-		if err := os.Rename(tmp, filepath.Join(dir, KeyFile)); err != nil {
-			return err
-		}
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
+	_, err = privfile.Create(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	return err
 }
 
-// readKey reads and checks the key file. It opens without following a
-// symbolic link and without blocking on a named pipe, then checks the
-// opened file itself, so that a swap between check and read changes
-// nothing.
+// readKey reads and checks the key file, as privfile.Read does: a swap
+// of the file between check and read changes nothing.
 func readKey(path string) (*Keys, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("webpush: %s: %w: it is a symbolic link; remove it and den makes a new key (subscribed browsers then subscribe again)", path, ErrInsecureKey)
-	}
-	if err != nil {
+	b, _, err := privfile.Read(path, maxKeyFile)
+	var refused *privfile.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return nil, refusedFile(path, refused)
+	case err != nil:
 		return nil, fmt.Errorf("webpush: read key: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("webpush: read key: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("webpush: %s: %w: it is not a regular file; remove it and den makes a new key", path, ErrInsecureKey)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("webpush: %s: %w: its mode %04o lets group or others read it; remove it and den makes a new key (chmod 600 would keep a key that may have leaked)", path, ErrInsecureKey, perm)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("webpush: read key: %w", err)
-	}
-	if len(b) > maxKeyFile {
-		return nil, fmt.Errorf("webpush: %s: over %d bytes, not a key file", path, maxKeyFile)
 	}
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "PRIVATE KEY" {
@@ -138,6 +78,21 @@ func readKey(path string) (*Keys, error) {
 		return nil, fmt.Errorf("webpush: %s: the key is not a P-256 ECDSA key", path)
 	}
 	return newKeys(priv)
+}
+
+// refusedFile says why the key file at path is not used, and what to do
+// about it.
+func refusedFile(path string, err *privfile.RefusedError) error {
+	switch err.Reason {
+	case privfile.TooLarge:
+		return fmt.Errorf("webpush: %s: over %d bytes, not a key file", path, err.Max)
+	case privfile.Shared:
+		return fmt.Errorf("webpush: %s: %w: its mode %04o lets group or others read it; remove it and den makes a new key (chmod 600 would keep a key that may have leaked)", path, ErrInsecureKey, err.Mode)
+	case privfile.Symlink:
+		return fmt.Errorf("webpush: %s: %w: %v; remove it and den makes a new key (subscribed browsers then subscribe again)", path, ErrInsecureKey, err)
+	default:
+		return fmt.Errorf("webpush: %s: %w: %v; remove it and den makes a new key", path, ErrInsecureKey, err)
+	}
 }
 
 func newKeys(priv *ecdsa.PrivateKey) (*Keys, error) {

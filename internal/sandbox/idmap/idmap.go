@@ -36,6 +36,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/privfile"
 	"den.dev/den/internal/sandbox"
 )
 
@@ -142,11 +143,12 @@ func ForRoot(dataDir string, f Files) (sandbox.IDMap, error) {
 	}
 	r := record{UID: base, GID: base, Count: Size, Created: time.Now().UTC()}
 	b, _ := json.MarshalIndent(r, "", "  ")
-	if err := writeNew(path, append(b, '\n')); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return ForRoot(dataDir, f) // another den recorded one first
-		}
+	created, err := privfile.Create(path, append(b, '\n'))
+	if err != nil {
 		return sandbox.IDMap{}, fmt.Errorf("idmap: record %s: %w", path, err)
+	}
+	if !created {
+		return ForRoot(dataDir, f) // another den recorded one first
 	}
 	return rangeMap(base, base, Size, "den's range, "+path), nil
 }
@@ -314,30 +316,6 @@ func freeRange(used []span, from uint32) (uint32, bool) {
 		}
 	}
 	return 0, false
-}
-
-// writeNew writes a file that must not exist yet, atomically (linked
-// into place, so a reader never sees it half written).
-func writeNew(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".idmap-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Link(tmp.Name(), path)
 }
 
 func lookSbin(name string) (string, error) {

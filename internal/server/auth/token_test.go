@@ -75,26 +75,6 @@ func TestLoadTokenConcurrentFirstUse(t *testing.T) {
 	}
 }
 
-// TestCreateKeepsExistingFile checks the last step of first use: a
-// token file that appeared since LoadToken found none (another process
-// made it) is kept, not replaced.
-func TestCreateKeepsExistingFile(t *testing.T) {
-	dir := t.TempDir()
-	first, err := LoadToken(dir, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := create(dir); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := LoadToken(dir, noEnv); err != nil || got != first {
-		t.Errorf("create replaced an existing token file (err %v)", err)
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("create left %v behind", entries)
-	}
-}
-
 func TestLoadTokenEnvWins(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	const want = "a-token-from-the-environment"

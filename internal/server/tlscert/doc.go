@@ -17,10 +17,11 @@
 //   - A key den cannot trust is refused, never replaced: a symbolic link,
 //     anything but a regular file, a file group or others may read, or one
 //     owned by another user.
-//   - A cert.pem or key.pem that holds no parsable PEM data is an error
-//     (ErrCorrupt), not a reason to make a new certificate: the files are
-//     written atomically, so damage is not den's doing, and a silent
-//     replacement would change the fingerprint the user's phones trust.
+//   - A cert.pem or key.pem that holds no parsable PEM data, or a key.pem
+//     over 64 KiB, is an error (ErrCorrupt), not a reason to make a new
+//     certificate: the files are written atomically, so damage is not
+//     den's doing, and a silent replacement would change the fingerprint
+//     the user's phones trust.
 //     The error names the files to delete for a new certificate.
 //   - A key that does not match the certificate is replaced: it is what an
 //     interrupted write leaves, since the two files are renamed one after

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"den.dev/den/internal/privfile"
 )
 
 const (
@@ -154,10 +156,13 @@ func privateDir(dir string) error {
 // file is missing or the key does not match the certificate.
 func load(certPath, keyPath string) (cert tls.Certificate, found bool, err error) {
 	keyPEM, err := readKey(keyPath)
-	if errors.Is(err, fs.ErrNotExist) {
+	var tooLarge *privfile.RefusedError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return tls.Certificate{}, false, nil
-	}
-	if err != nil {
+	case errors.As(err, &tooLarge):
+		return tls.Certificate{}, false, corrupt(keyPath, err, certPath, keyPath)
+	case err != nil:
 		return tls.Certificate{}, false, err
 	}
 	certPEM, err := readLimited(certPath)
@@ -189,8 +194,11 @@ func corrupt(path string, detail error, certPath, keyPath string) error {
 
 // readKey reads key.pem after checking that it is a regular file, not a
 // symbolic link, of mode 0600 or narrower and owned by den's user. The
-// file is opened without following links and checked again once open,
-// so a swap between the check and the open is caught.
+// checks are made before the open too, so that a key den may not open
+// (another user's) is called exposed rather than unreadable; the file is
+// then read with privfile.Read, which checks the opened file again, so a
+// swap between the check and the open is caught. A key over maxPEM bytes
+// is privfile's *RefusedError (TooLarge), for load to call corrupt.
 func readKey(path string) ([]byte, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -202,16 +210,18 @@ func readKey(path string) ([]byte, error) {
 	if err := privateFile(path, fi); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) {
+	data, open, err := privfile.Read(path, maxPEM)
+	var refused *privfile.RefusedError
+	switch {
+	case errors.As(err, &refused) && refused.Reason == privfile.TooLarge:
+		return nil, err
+	case errors.As(err, &refused) && refused.Reason == privfile.Symlink:
 		return nil, fmt.Errorf("tlscert: %s %w", path, ErrKeySymlink)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tlscert: %w", err)
-	}
-	defer f.Close()
-	open, err := f.Stat()
-	if err != nil {
+	case errors.As(err, &refused):
+		return nil, fmt.Errorf("tlscert: %s %w", path, ErrKeyExposed)
+	case err != nil && open != nil: // opened, then the read failed
+		return nil, fmt.Errorf("tlscert: read %s: %w", path, err)
+	case err != nil:
 		return nil, fmt.Errorf("tlscert: %w", err)
 	}
 	if !os.SameFile(fi, open) {
@@ -219,10 +229,6 @@ func readKey(path string) ([]byte, error) {
 	}
 	if err := privateFile(path, open); err != nil {
 		return nil, err
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPEM))
-	if err != nil {
-		return nil, fmt.Errorf("tlscert: read %s: %w", path, err)
 	}
 	return data, nil
 }

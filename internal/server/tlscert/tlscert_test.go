@@ -306,6 +306,25 @@ func TestUntrustedKeyRefused(t *testing.T) {
 	}
 }
 
+// TestKeyTooLarge proves a key.pem over 64 KiB is refused as corrupt,
+// even when a good key starts it, and stays as it was: den's keys are
+// under 2 KiB, so more is not a key den made.
+func TestKeyTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	_, info := mustCreate(t, dir, hosts, t0)
+	data := append(readFile(t, info.KeyFile), bytes.Repeat([]byte{'\n'}, maxPEM)...)
+	if err := os.WriteFile(info.KeyFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := LoadOrCreate(dir, hosts, t0)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), info.KeyFile) {
+		t.Fatalf("err = %v, want ErrCorrupt naming %s", err, info.KeyFile)
+	}
+	if !bytes.Equal(readFile(t, info.KeyFile), data) {
+		t.Error("the refused key file was replaced")
+	}
+}
+
 // TestCorrupt proves a file that does not parse is an error that says what
 // to delete, and stays as it was; a mismatched pair, which an interrupted
 // write leaves, is replaced.
