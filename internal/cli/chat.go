@@ -29,6 +29,7 @@ const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's curre
   /sessions         list this agent's recent sessions
   /model [REF]      show or change the model (provider/model, a group, or a chain)
   /compact          summarize the older part of the conversation now
+  /memory [on|off]  turn the agent's memory on or off for this session
   /help             this text
   /exit             quit
 `
@@ -284,6 +285,11 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 			}
 			opts.Model, ref = want, got
 			continue
+		case line == "/memory" || strings.HasPrefix(line, "/memory "):
+			if err := chatMemory(ctx, g.stdout, st, rt, sess.ID, strings.TrimSpace(strings.TrimPrefix(line, "/memory"))); err != nil {
+				fmt.Fprintln(g.stdout, "error:", err)
+			}
+			continue
 		case strings.HasPrefix(line, "/"):
 			fmt.Fprintln(g.stdout, "unknown command; /help lists them")
 			continue
@@ -404,4 +410,36 @@ func terminalQuestions(w io.Writer, mu *sync.Mutex, newline func(), readLine fun
 		return permission.Answer{Approve: false}, nil
 	}
 	return ask, prompt
+}
+
+// chatMemory is /memory: it turns the session's memory on ("on"), off
+// ("off") or the other way ("").
+func chatMemory(ctx context.Context, w io.Writer, st *store.Store, rt *session.Runtime, id, arg string) error {
+	sess, err := st.GetSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	on, err := rt.MemoryOn(ctx, sess)
+	if err != nil {
+		return err
+	}
+	switch arg {
+	case "":
+		on = !on
+	case "on":
+		on = true
+	case "off":
+		on = false
+	default:
+		return fmt.Errorf("/memory takes on or off, not %q", arg)
+	}
+	if err := st.SetSessionMemory(ctx, id, &on); err != nil {
+		return err
+	}
+	if on {
+		fmt.Fprintln(w, "memory is on for this session: the agent remembers and recalls (/den/memory)")
+	} else {
+		fmt.Fprintln(w, "memory is off for this session: nothing is remembered or recalled")
+	}
+	return nil
 }

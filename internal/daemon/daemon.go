@@ -92,6 +92,9 @@ type Daemon struct {
 	pushed  *session.Subscription // the events push sends
 	pushing chan struct{}         // closed when push stops reading them
 
+	endRollups context.CancelFunc // stops the daily memory rollups
+	rolling    chan struct{}      // closed when they stopped
+
 	once sync.Once
 }
 
@@ -165,6 +168,12 @@ func New(o Options) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	rctx, cancel := context.WithCancel(context.Background())
+	d.endRollups, d.rolling = cancel, make(chan struct{})
+	go func() {
+		defer close(d.rolling)
+		d.rollups(rctx)
+	}()
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
 		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
@@ -352,6 +361,7 @@ func (d *Daemon) Stop() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		d.http.Shutdown(sctx)
 		cancel()
+		d.stopRollups()
 		d.rt.Shutdown(d.o.Grace)
 		d.stopCounting()
 		d.stopPush()
@@ -361,8 +371,17 @@ func (d *Daemon) Stop() {
 	})
 }
 
+// stopRollups ends the memory rollups and waits for them.
+func (d *Daemon) stopRollups() {
+	if d.endRollups != nil {
+		d.endRollups()
+		<-d.rolling
+	}
+}
+
 // close undoes a New that failed halfway.
 func (d *Daemon) close() {
+	d.stopRollups()
 	if d.lock != nil {
 		d.lock.Close()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -119,9 +120,31 @@ func (b *Book) Sync(ctx context.Context) (skipped []string, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Rolled-up logs are searched too, as archive/NAME.
+	for _, e := range entries {
+		if e.Name != Archive || !e.Mode.IsDir() {
+			continue
+		}
+		a, err := d.Sub(Archive)
+		if err != nil {
+			skipped = append(skipped, Archive)
+			break
+		}
+		archived, _, err := a.List(MaxFiles)
+		a.Close()
+		if err != nil {
+			skipped = append(skipped, Archive)
+			break
+		}
+		for _, x := range archived {
+			x.Name = Archive + "/" + x.Name
+			entries = append(entries, x)
+		}
+		break
+	}
 	seen := map[string]bool{}
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name, ".md") || strings.HasPrefix(e.Name, ".") {
+		if !strings.HasSuffix(e.Name, ".md") || strings.HasPrefix(e.Name, ".") || strings.HasPrefix(e.Name, Archive+"/.") {
 			continue
 		}
 		if !e.Mode.IsRegular() || e.Size > MaxFile {
@@ -299,4 +322,72 @@ func clipTo(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Replace writes text as the whole of one file of the memory (a name
+// at the top of the folder, ending in .md), as the user's editor left
+// it, and indexes it.
+func (b *Book) Replace(ctx context.Context, name, text string) error {
+	if !strings.HasSuffix(name, ".md") || strings.ContainsAny(name, "/\x00") || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("memory: %q: a memory file is a name ending in .md, at the top of /den/memory", name)
+	}
+	if len(text) > MaxFile {
+		return fmt.Errorf("memory: %s: %d bytes, more than the %d den keeps", name, len(text), MaxFile)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	d, err := b.open()
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.WriteFile(name, []byte(text), 0o644, b.Owner, false); err != nil {
+		return fmt.Errorf("memory: %w", err)
+	}
+	return b.reindex(ctx, d, name)
+}
+
+// File is a file of the memory folder, as Files lists it.
+type File struct {
+	Name     string
+	Size     int64
+	Modified time.Time
+}
+
+// Files lists the Markdown files of the memory folder (archived logs
+// as archive/NAME), newest first.
+func (b *Book) Files(ctx context.Context) ([]File, error) {
+	if _, err := b.Sync(ctx); err != nil {
+		return nil, err
+	}
+	d, err := b.open()
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var out []File
+	add := func(prefix string, dir *hostfs.Dir) error {
+		entries, _, err := dir.List(MaxFiles)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if e.Mode.IsRegular() && strings.HasSuffix(e.Name, ".md") {
+				out = append(out, File{Name: prefix + e.Name, Size: e.Size, Modified: e.ModTime})
+			}
+		}
+		return nil
+	}
+	if err := add("", d); err != nil {
+		return nil, fmt.Errorf("memory: list: %w", err)
+	}
+	if a, err := d.Sub(Archive); err == nil {
+		err = add(Archive+"/", a)
+		a.Close()
+		if err != nil {
+			return nil, fmt.Errorf("memory: list %s: %w", Archive, err)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
+	return out, nil
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -18,9 +19,10 @@ const (
 // dayLayout names a daily log: 2026-12-02.md.
 const dayLayout = "2006-01-02"
 
-// logDay is the day a file name is the log of, "" when it is none.
+// logDay is the day a file name is the log of, "" when it is none (an
+// archived log, archive/2026-11-20.md, is one).
 func logDay(name string) string {
-	day, ok := strings.CutSuffix(name, ".md")
+	day, ok := strings.CutSuffix(path.Base(name), ".md")
 	if !ok || len(day) != len(dayLayout) {
 		return ""
 	}

@@ -217,3 +217,56 @@ func TestPrompt(t *testing.T) {
 		t.Errorf("an empty memory: %s", p)
 	}
 }
+
+// TestRollup: logs older than a week go to the model with GLOBAL.md; the
+// facts it keeps are appended to GLOBAL.md with their date and session,
+// the old logs move to archive/ (still found by a search), and the
+// recent ones stay.
+func TestRollup(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBook(t)
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, berlin)
+	os.WriteFile(filepath.Join(b.Dir, Global), []byte("- The user is Ana.\n"), 0o644)
+	b.Write(ctx, "s1", "m1", "Ana's sister is called Mia.", now.AddDate(0, 0, -12))
+	b.Write(ctx, "s2", "m2", "Ana said hello.", now.AddDate(0, 0, -10))
+	b.Write(ctx, "s3", "m3", "Ana is in Porto this week.", now.AddDate(0, 0, -2))
+	var asked string
+	model := func(ctx context.Context, system, prompt string) (string, error) {
+		asked = prompt
+		return "Here you go:\n- Ana's sister is called Mia (2026-11-20, session s1)\n", nil
+	}
+	r, err := b.Rollup(ctx, model, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Logs) != 2 || len(r.Facts) != 1 {
+		t.Fatalf("rolled %+v", r)
+	}
+	if !strings.Contains(asked, "- The user is Ana.") || !strings.Contains(asked, "[2026-11-20 12:00 · session s1]\nAna's sister is called Mia.") ||
+		strings.Contains(asked, "Porto") {
+		t.Errorf("the model was asked:\n%s", asked)
+	}
+	global, _ := b.Read(Global)
+	if !strings.Contains(global, "- The user is Ana.\n\n## From the daily logs (rolled up 2026-12-02)\n\n- Ana's sister is called Mia (2026-11-20, session s1)\n") {
+		t.Errorf("GLOBAL.md:\n%s", global)
+	}
+	for _, name := range []string{"2026-11-20.md", "2026-11-22.md"} {
+		if _, err := os.Stat(filepath.Join(b.Dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s is still in the memory folder", name)
+		}
+		if _, err := os.Stat(filepath.Join(b.Dir, Archive, name)); err != nil {
+			t.Errorf("%s is not in archive/: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(b.Dir, "2026-11-30.md")); err != nil {
+		t.Errorf("the recent log moved: %v", err)
+	}
+	if f, _ := b.Search(ctx, "hello", ScopeDaily, now); len(f.Entries) != 1 || f.Entries[0].File != "archive/2026-11-22.md" {
+		t.Errorf("an archived entry is not found: %+v", f)
+	}
+	// Nothing old left: nothing to do, the model is not asked.
+	asked = ""
+	if r, err := b.Rollup(ctx, model, now); err != nil || len(r.Logs) != 0 || asked != "" {
+		t.Errorf("a second rollup: %+v %v (asked %q)", r, err, asked)
+	}
+}

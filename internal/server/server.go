@@ -129,6 +129,7 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/sessions", false, s.createSession},
 		{"GET", "/api/v1/sessions/{id}", false, s.getSession},
 		{"DELETE", "/api/v1/sessions/{id}", false, s.deleteSession},
+		{"PATCH", "/api/v1/sessions/{id}", false, s.patchSession},
 		{"POST", "/api/v1/sessions/{id}/messages", false, s.postMessage},
 		{"POST", "/api/v1/sessions/{id}/cancel", false, s.cancel},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/regenerate", false, s.regenerate},

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
@@ -80,12 +81,13 @@ type agentJSON struct {
 	Disk             string            `json:"disk"`
 	Pids             int64             `json:"pids"`       // 0: den's default
 	CPUWeight        uint64            `json:"cpu_weight"` // 0: den's default
+	Remember         bool              `json:"remember"`   // the agent's memory is on for its sessions (each may differ)
 }
 
 func agentOf(name string, a config.Agent) agentJSON {
 	out := agentJSON{Name: name, Model: a.Model, Trust: a.Trust, Instructions: a.Instructions, InstructionsFile: a.InstructionsFile,
 		Network: a.Network, Mounts: a.Mounts, Rootfs: a.Rootfs, Permissions: a.Permissions, AllowedModels: a.AllowedModels,
-		Memory: a.Memory, Tmp: a.Tmp, Disk: a.Disk, Pids: a.Pids, CPUWeight: a.CPUWeight}
+		Memory: a.Memory, Tmp: a.Tmp, Disk: a.Disk, Pids: a.Pids, CPUWeight: a.CPUWeight, Remember: a.MemoryOn()}
 	if out.Trust == "" {
 		out.Trust = string(permission.Trusted)
 	}
@@ -224,14 +226,19 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	}
 	// last was read before the messages were: a face that follows the
 	// events after it misses nothing committed since.
+	remember, err := s.rt.MemoryOn(r.Context(), sess)
+	if err != nil {
+		return err
+	}
 	return reply.JSON(w, http.StatusOK, struct {
 		sessionJSON
+		Memory        bool                `json:"memory"` // memory is on for its next turns
 		Messages      []messageJSON       `json:"messages"`
 		More          bool                `json:"more"` // older messages: ?before=<the first one's id>
 		Queued        []map[string]string `json:"queued"`
 		LastEventID   int64               `json:"last_event_id"`   // follow the events after it
 		ResumeEventID int64               `json:"resume_event_id"` // or after it, to see the uncommitted part of a running turn too
-	}{s.sessionOf(sess), msgs, more, pending, last, resume})
+	}{s.sessionOf(sess), remember, msgs, more, pending, last, resume})
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {
@@ -500,4 +507,57 @@ func firstNonEmpty(s ...string) string {
 		}
 	}
 	return ""
+}
+
+// patchSession changes a session: {"memory": true|false|null} turns its
+// memory on or off (null: as its agent), {"title": "..."} renames it.
+func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Memory json.RawMessage `json:"memory"` // "null" when sent as null, empty when not sent
+		Title  *string         `json:"title"`
+	}
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := s.st.GetSession(r.Context(), id); err != nil {
+		return err
+	}
+	if len(req.Memory) == 0 && req.Title == nil {
+		return badRequest(`nothing to change: send {"memory": true|false|null} or {"title": "..."}`)
+	}
+	if len(req.Memory) > 0 {
+		var on *bool
+		if string(req.Memory) != "null" {
+			var b bool
+			if err := json.Unmarshal(req.Memory, &b); err != nil {
+				return badRequest("memory: want true, false or null")
+			}
+			on = &b
+		}
+		if err := s.st.SetSessionMemory(r.Context(), id, on); err != nil {
+			return err
+		}
+	}
+	if req.Title != nil {
+		t := strings.TrimSpace(*req.Title)
+		if t == "" || utf8.RuneCountInString(t) > 200 || strings.ContainsAny(t, "\n\r\x00") {
+			return badRequest("title: one line of 1 to 200 characters")
+		}
+		if err := s.st.SetTitle(r.Context(), id, t); err != nil {
+			return err
+		}
+	}
+	sess, err := s.st.GetSession(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	remember, err := s.rt.MemoryOn(r.Context(), sess)
+	if err != nil {
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, struct {
+		sessionJSON
+		Memory bool `json:"memory"`
+	}{s.sessionOf(sess), remember})
 }

@@ -83,8 +83,12 @@ func (r *Runtime) bookOf(comp *computer.Computer, agentName string) *memory.Book
 	return b
 }
 
-// memoryOn reports whether memory is on for the session: the session's
+// MemoryOn reports whether memory is on for the session: the session's
 // own choice, else its agent's.
+func (r *Runtime) MemoryOn(ctx context.Context, sess store.Session) (bool, error) {
+	return r.memoryOn(ctx, sess)
+}
+
 func (r *Runtime) memoryOn(ctx context.Context, sess store.Session) (bool, error) {
 	on, err := r.st.SessionMemory(ctx, sess.ID)
 	if err != nil {

@@ -230,3 +230,21 @@ func (s *Store) SessionsWithStatus(ctx context.Context, statuses ...string) ([]s
 	}
 	return out, nil
 }
+
+// Agents lists the agents den knows, by name.
+func (s *Store) Agents(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: agents: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("store: agents: %w", err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}

@@ -190,3 +190,37 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		}
 	}
 }
+
+// TestWebMemorySwitch: the topbar's Memory switch and /memory in the
+// composer turn the chat's memory off and on, as the session's record
+// says, and /memory is not sent to the agent.
+func TestWebMemorySwitch(t *testing.T) {
+	p, fake := serveWith(t, "", llmtest.Turn{Text: "ok"})
+	b := openBrowser(t, p, phoneScreen)
+	id := b.newChat()
+	memoryOf := func() bool {
+		t.Helper()
+		return p.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)["memory"].(bool)
+	}
+	b.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Memory"][aria-pressed="true"]`)))
+	b.run(chromedp.Click(chromedp.CSS(`button[aria-label="Memory"]`)))
+	b.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Memory"][aria-pressed="false"]`)))
+	if memoryOf() {
+		t.Error("the switch turned memory off, the session says on")
+	}
+	b.send("/memory")
+	b.waitText(".composer-note", "Memory is on for this chat")
+	b.run(chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Memory"][aria-pressed="true"]`)))
+	if !memoryOf() {
+		t.Error("/memory turned memory on, the session says off")
+	}
+	b.send("/memory off")
+	b.waitText(".composer-note", "Memory is off")
+	if memoryOf() {
+		t.Error("/memory off left memory on")
+	}
+	if n := len(fake.Requests()); n != 0 || eval[int](b, `document.querySelectorAll(".msg.user").length`) != 0 {
+		t.Errorf("/memory went to the agent: %d requests", n)
+	}
+	b.shot("memory-switch")
+}

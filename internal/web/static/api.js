@@ -61,6 +61,7 @@ export const api = {
     return call("GET", `/api/v1/sessions/${enc(id)}?` + p);
   },
   deleteSession: (id) => call("DELETE", `/api/v1/sessions/${enc(id)}`),
+  patchSession: (id, change) => call("PATCH", `/api/v1/sessions/${enc(id)}`, change),
   send: (id, text, attachments) =>
     call("POST", `/api/v1/sessions/${enc(id)}/messages`, attachments && attachments.length ? { text, attachments } : { text }),
   cancel: (id) => call("POST", `/api/v1/sessions/${enc(id)}/cancel`),

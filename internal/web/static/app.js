@@ -26,6 +26,7 @@ const ICONS = {
   files: "M3 7a2 2 0 0 1 2-2h4l2 2h8a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2z",
   terminal: "M4 5h16v14H4zM7 9l3 3-3 3M12 15h5",
   close: "M6 6l12 12M18 6 6 18",
+  memory: "M9 4a3 3 0 0 0-3 3v.5A3 3 0 0 0 4 10.5a3 3 0 0 0 1 2.2A3 3 0 0 0 6 18a3 3 0 0 0 3 2 3 3 0 0 0 3-3V7a3 3 0 0 0-3-3zM15 4a3 3 0 0 1 3 3v.5a3 3 0 0 1 2 3 3 3 0 0 1-1 2.2A3 3 0 0 1 18 18a3 3 0 0 1-3 2 3 3 0 0 1-3-3",
   settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
@@ -44,6 +45,7 @@ function App() {
   const [panel, setPanel] = useState(null); // "files", "terminal" or null
   const [settings, setSettings] = useState(false);
   const [toasts, setToasts] = useState([]);
+  const [memory, setMemory] = useState(null); // the open chat's memory: {on, set}
 
   const loadSessions = useCallback(async () => {
     try {
@@ -183,6 +185,10 @@ function App() {
           <button class="icon menu" aria-label="Sessions" onClick=${() => setDrawer(!drawer)}>${icon(ICONS.menu)}</button>
           <h1>${(sessions.find((s) => s.id === current) || {}).title || "den"}</h1>
           ${conn !== "live" && html`<span class="conn" role="status">${conn === "reconnecting" ? "Reconnecting…" : "Offline"}</span>`}
+          ${current && memory && html`
+            <button class=${"icon" + (memory.on ? " on" : "")} aria-label="Memory" aria-pressed=${memory.on}
+              title=${memory.on ? "Memory is on for this chat (/memory turns it off)" : "Memory is off for this chat (/memory turns it on)"}
+              onClick=${() => memory.set(!memory.on).catch((e) => setError(message(e)))}>${icon(ICONS.memory)}</button>`}
           ${current && html`
             <button class=${"icon" + (panel === "files" ? " on" : "")} aria-label="Files" aria-pressed=${panel === "files"}
               onClick=${() => setPanel(panel === "files" ? null : "files")}>${icon(ICONS.files)}</button>
@@ -193,7 +199,8 @@ function App() {
         ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
           onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
         ${current
-          ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel} />`
+          ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel}
+              onMemory=${setMemory} />`
           : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>
               <button class="primary" onClick=${newChat}>New chat</button></div>`}
       </main>
@@ -426,11 +433,24 @@ function useSession(id, onError) {
     return got.length;
   }, [id, messages]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, tick, reload };
+  // setMemory turns the session's memory on or off.
+  const setMemory = useCallback(async (on) => {
+    const r = await api.patchSession(id, { memory: on });
+    setSess((x) => ({ ...(x || {}), memory: r.memory }));
+    return r.memory;
+  }, [id]);
+
+  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, tick, reload, setMemory };
 }
 
-function Chat({ id, onError, onTitle, panel, setPanel }) {
+function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
   const s = useSession(id, onError);
+  // The topbar's memory switch is the App's; it shows this chat's.
+  const memoryOn = s.sess ? s.sess.memory : null;
+  useEffect(() => {
+    onMemory(memoryOn === null ? null : { on: memoryOn, set: s.setMemory });
+    return () => onMemory(null);
+  }, [memoryOn, s.setMemory]);
   const [termOpened, setTermOpened] = useState(false);
   const [filesAt, setFilesAt] = useState(undefined);
   useEffect(() => {
@@ -518,7 +538,8 @@ function Chat({ id, onError, onTitle, panel, setPanel }) {
         ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
       </div>
       ${!win.following && html`<button class="latest" onClick=${() => { stick.current = true; win.latest(); }}>Jump to the latest</button>`}
-      <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }} />
+      <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }}
+        memory=${memoryOn} setMemory=${s.setMemory} />
       </div>
       ${(panel || termOpened) && html`
         <aside class=${"panel" + (panel ? "" : " hidden")} aria-label=${panel === "terminal" ? "Terminal" : "Files"}>
@@ -853,10 +874,17 @@ function Approval({ a, onError }) {
 
 // ---------------------------------------------------------------- the composer
 
-function Composer({ id, busy, onError, onSent }) {
+// COMMAND is a slash command typed in the composer: /memory [on|off].
+const COMMAND = /^\/memory(?:\s+(on|off))?$/i;
+
+function Composer({ id, busy, onError, onSent, memory, setMemory }) {
   const [text, setText] = useState(() => sessionStorage.getItem("den.draft." + id) || "");
   const [files, setFiles] = useState([]);
   const [sending, setSending] = useState(false);
+  const [note, setNote] = useState("");
+  const toggleMemory = (on) => setMemory(on).then(
+    (now) => setNote(now ? "Memory is on for this chat: den remembers and recalls." : "Memory is off for this chat: nothing is remembered or recalled."),
+    (e) => onError(message(e)));
   const area = useRef(null);
   const picker = useRef(null);
 
@@ -871,6 +899,12 @@ function Composer({ id, busy, onError, onSent }) {
   const send = async () => {
     const t = text.trim();
     if ((!t && !files.length) || sending) return;
+    const cmd = !files.length && COMMAND.exec(t);
+    if (cmd) {
+      setText("");
+      toggleMemory(cmd[1] ? cmd[1].toLowerCase() === "on" : !memory);
+      return;
+    }
     setSending(true);
     try {
       let names = [];
@@ -909,6 +943,8 @@ function Composer({ id, busy, onError, onSent }) {
 
   return html`
     <form class="composer" onSubmit=${(e) => { e.preventDefault(); send(); }} onDragOver=${(e) => e.preventDefault()} onDrop=${onDrop}>
+      ${note && html`<p class="composer-note" role="status">${note} <button type="button" class="link" onClick=${() => setNote("")}>OK</button></p>`}
+
       ${files.length > 0 && html`<ul class="files">${files.map((f, i) => html`<li key=${i}>${f.name || "pasted file"}
         <button type="button" class="icon" aria-label=${"Remove " + (f.name || "file")} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>×</button></li>`)}</ul>`}
       <div class="row">

@@ -106,6 +106,7 @@ function AgentForm({ a, save, fallback }) {
   const [model, setModel] = useState(a.model || "");
   const [trust, setTrust] = useState(a.trust || "trusted");
   const [network, setNetwork] = useState(a.network || "on");
+  const [remember, setRemember] = useState(a.remember !== false);
   const [instructions, setInstructions] = useState(a.instructions || "");
   const [mounts, setMounts] = useState(a.mounts || []);
   const [perms, setPerms] = useState(Object.entries(a.permissions || {}));
@@ -126,6 +127,7 @@ function AgentForm({ a, save, fallback }) {
     put("model", model.trim(), a.model || "");
     put("trust", trust, a.trust || "trusted");
     put("network", network, a.network || "on");
+    if (remember !== (a.remember !== false)) set[key(...prefix, "remember")] = remember;
     put("instructions", instructions, a.instructions || "");
     if (JSON.stringify(mounts) !== JSON.stringify(a.mounts || [])) put("mounts", mounts, a.mounts || []);
     const was = a.permissions || {};
@@ -149,6 +151,8 @@ function AgentForm({ a, save, fallback }) {
       <label>Network <select name="network" value=${network} onChange=${(e) => setNetwork(e.target.value)}>
         <option value="on">on</option><option value="off">off</option></select></label>
     </div>
+    <label class="check"><input type="checkbox" name="remember" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} />
+      Memory: remember across sessions (/den/memory; each chat can turn it off)</label>
     <label>Instructions <textarea name="instructions" rows="4" placeholder="Extra instructions for this agent's system prompt"
       value=${instructions} onInput=${(e) => setInstructions(e.target.value)}></textarea></label>
     ${a.instructions_file && html`<p class="muted">Also read from ${a.instructions_file}.</p>`}
