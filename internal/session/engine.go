@@ -10,6 +10,7 @@ import (
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/hostfs"
+	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/memory"
 	"den.dev/den/internal/models"
@@ -34,6 +35,7 @@ type engine struct {
 	stopHost func()
 	reg      *tool.Registry
 	book     *memory.Book    // the agent's memory
+	files    hostsvc.GuestFS // reads the computer's files as its root would
 	warned   map[string]bool // models whose unknown facts were told
 }
 
@@ -71,6 +73,10 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		return nil, err
 	}
 	e.book = r.bookOf(comp, sess.Agent)
+	if e.files, _, err = guestFS(comp, sess.ID, o); err != nil {
+		e.close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -172,6 +178,9 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		// den.
 		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember},
 	}, instructions, now)
+	if ctxFiles := contextFiles(e.files, e.opts.Mounts); ctxFiles != "" {
+		system += "\n" + ctxFiles
+	}
 	env := &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell(), Session: sess.ID}
 	var onCompact func(ctx context.Context, summary string)
 	if remember {

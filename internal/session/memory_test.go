@@ -191,3 +191,39 @@ func TestMemorySurvivesCompaction(t *testing.T) {
 		t.Errorf("after %d compactions the fact from turn 3 is lost: the last request's system prompt:\n%s", summaries, r.System)
 	}
 }
+
+// TestContextFiles: AGENTS.md at the root of /workspace is in the
+// system prompt; CLAUDE.md where there is no AGENTS.md; a link planted
+// in its place is not followed.
+func TestContextFiles(t *testing.T) {
+	tr := newTestRuntime(t, nil, llmtest.Turn{Text: "one"}, llmtest.Turn{Text: "two"}, llmtest.Turn{Text: "three"}, llmtest.Turn{Text: "four"})
+	s := tr.session(t)
+	ctx := context.Background()
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "hi"}, TurnOptions{}))
+	ws := filepath.Join(tr.dir, "agents", "default", "sessions", s.ID, "workspace")
+	system := func() string {
+		t.Helper()
+		reqs := tr.fake.Requests()
+		sys, _ := readRequest(t, reqs[len(reqs)-1].Body)
+		return sys
+	}
+	if strings.Contains(system(), "# Project instructions") {
+		t.Errorf("project instructions without any file")
+	}
+	os.WriteFile(filepath.Join(ws, "CLAUDE.md"), []byte("Use tabs, never spaces."), 0o644)
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "again"}, TurnOptions{}))
+	if sys := system(); !strings.Contains(sys, "## /workspace/CLAUDE.md\nUse tabs, never spaces.") {
+		t.Errorf("CLAUDE.md is not in the system prompt:\n%s", sys)
+	}
+	os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("Run make test before you say done."), 0o644)
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "again"}, TurnOptions{}))
+	if sys := system(); !strings.Contains(sys, "Run make test") || strings.Contains(sys, "Use tabs") {
+		t.Errorf("AGENTS.md should win over CLAUDE.md:\n%s", sys)
+	}
+	os.Remove(filepath.Join(ws, "AGENTS.md"))
+	os.Symlink("/etc/passwd", filepath.Join(ws, "AGENTS.md"))
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "again"}, TurnOptions{}))
+	if sys := system(); strings.Contains(sys, "root:x:0:0") || !strings.Contains(sys, "den could not read it") {
+		t.Errorf("a planted link as AGENTS.md:\n%s", sys)
+	}
+}
