@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"den.dev/den/internal/config"
@@ -56,30 +55,17 @@ func (h hostSessions) Show(ctx context.Context, agent, id string) (hostsvc.Sessi
 	return hostsvc.SessionInfo{ID: s.ID, Title: s.Title, Model: s.Model, Updated: s.Updated}, msgs, nil
 }
 
-// Search looks for the words of q in the agent's recent sessions.
+// Search finds the agent's sessions whose messages hold the words of
+// q (full-text, every message of every session), the best match first,
+// each with a snippet around the words.
 func (h hostSessions) Search(ctx context.Context, agent, q string) ([]hostsvc.Hit, error) {
-	list, err := h.st.ListSessions(ctx, agent, 200)
+	found, err := h.st.SearchMessages(ctx, agent, q, 20)
 	if err != nil {
 		return nil, err
 	}
-	needle := strings.ToLower(q)
-	var hits []hostsvc.Hit
-	for _, s := range list {
-		hist, err := h.st.History(ctx, s.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range Transcript(hist) {
-			text := m["text"]
-			if i := strings.Index(strings.ToLower(text), needle); i >= 0 {
-				from, to := max(0, i-60), min(len(text), i+len(q)+60)
-				hits = append(hits, hostsvc.Hit{Session: s.ID, Title: s.Title, Snippet: strings.ToValidUTF8(text[from:to], "")})
-				break
-			}
-		}
-		if len(hits) >= 20 {
-			break
-		}
+	hits := make([]hostsvc.Hit, len(found))
+	for i, f := range found {
+		hits[i] = hostsvc.Hit{Session: f.Session, Title: f.Title, Snippet: f.Snippet}
 	}
 	return hits, nil
 }

@@ -227,3 +227,22 @@ func TestContextFiles(t *testing.T) {
 		t.Errorf("a planted link as AGENTS.md:\n%s", sys)
 	}
 }
+
+// TestSessionsSearchEveryMessage: den-sessions search in the computer
+// finds another session by a word of any of its messages, with a
+// snippet around it.
+func TestSessionsSearchEveryMessage(t *testing.T) {
+	tr := newTestRuntime(t, nil,
+		llmtest.Turn{Text: "A zebra called Ziggy, noted."},
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "shell_execute", Input: `{"command":"den-sessions search ziggy --compact"}`}}},
+		llmtest.Turn{Text: "Found it."})
+	ctx := context.Background()
+	a := tr.session(t)
+	waitSent(t)(tr.Send(ctx, a.ID, Message{Text: "my daughter's plush is a zebra"}, TurnOptions{}))
+	b := tr.session(t)
+	waitSent(t)(tr.Send(ctx, b.ID, Message{Text: "what was the zebra's name?"}, TurnOptions{}))
+	result := string(tr.fake.Requests()[2].Body)
+	if !strings.Contains(result, a.ID) || !strings.Contains(result, "[Ziggy]") {
+		t.Errorf("den-sessions search: %s", result)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // SessionQuery picks sessions for a list: an agent's ("" for all),
@@ -133,4 +134,65 @@ func (s *Store) PathPage(ctx context.Context, sessionID, before string, limit in
 		return nil, false, fmt.Errorf("store: messages of session %s: %w", sessionID, err)
 	}
 	return page, more, nil
+}
+
+// MessageHit is a message a search found, with a snippet of its text
+// around the words (marked [like this]).
+type MessageHit struct {
+	Session, Title, Message string
+	Snippet                 string
+	Updated                 time.Time // the session's last change
+}
+
+// SearchMessages finds the messages of agent's sessions ("" for every
+// agent's) that hold every word of text (the last one also as the
+// start of a word), the best match first; at most one hit a session,
+// and at most limit sessions (0: 20). It reads the full-text index of
+// every message, not only titles.
+func (s *Store) SearchMessages(ctx context.Context, agent, text string, limit int) ([]MessageHit, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	match := ftsQuery(text)
+	if match == "" {
+		return nil, nil
+	}
+	// The full-text index ranks alone (FTS5 then keeps only the best
+	// rows as it goes), its rows then joined to their messages and
+	// sessions; more rows than sessions wanted, as several may be of
+	// one session.
+	inner := `SELECT rowid, session_id, snippet(message_text, 0, '[', ']', '…', 16) AS snip, rank AS r FROM message_text WHERE message_text MATCH ?`
+	args := []any{match}
+	if agent != "" {
+		inner += ` AND session_id IN (SELECT id FROM sessions WHERE agent = ?)`
+		args = append(args, agent)
+	}
+	inner += ` ORDER BY rank LIMIT ?`
+	args = append(args, limit*8)
+	query := `SELECT t.session_id, s.title, m.id, t.snip, s.updated_at FROM (` + inner + `) t
+		JOIN messages m ON m.rowid = t.rowid JOIN sessions s ON s.id = t.session_id ORDER BY t.r, s.updated_at DESC`
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search messages: %w", err)
+	}
+	defer rows.Close()
+	var out []MessageHit
+	seen := map[string]bool{}
+	for rows.Next() {
+		var h MessageHit
+		var updated int64
+		if err := rows.Scan(&h.Session, &h.Title, &h.Message, &h.Snippet, &updated); err != nil {
+			return nil, fmt.Errorf("store: search messages: %w", err)
+		}
+		if seen[h.Session] || len(out) == limit {
+			continue
+		}
+		seen[h.Session] = true
+		h.Updated = fromNanos(updated)
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: search messages: %w", err)
+	}
+	return out, nil
 }

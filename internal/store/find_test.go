@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"den.dev/den/internal/llm"
@@ -153,4 +154,81 @@ func BenchmarkFind(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSearchMessages: across 1,000 sessions, a word said once in one
+// message of one session finds that session, with a snippet around it;
+// a word said everywhere gives at most the limit, one hit a session;
+// another agent's sessions are not searched.
+func TestSearchMessages(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	var target Session
+	for i := range 1000 {
+		agent := "a"
+		if i%10 == 9 {
+			agent = "b"
+		}
+		sess := newSession(t, s, agent)
+		text := fmt.Sprintf("we talked about the garden on day %d and the weather", i)
+		if i == 500 {
+			target = sess
+			text = "the plumber Zbigniew fixed the boiler on Tuesday"
+		}
+		if _, err := s.Append(ctx, sess.ID, user("a question about the house"), assistant(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hits, err := s.SearchMessages(ctx, "a", "zbigniew boiler", 0)
+	if err != nil || len(hits) != 1 || hits[0].Session != target.ID || !strings.Contains(hits[0].Snippet, "[Zbigniew]") {
+		t.Fatalf("hits %+v %v", hits, err)
+	}
+	if hits, _ := s.SearchMessages(ctx, "a", "Zbig", 0); len(hits) != 1 {
+		t.Errorf("a word's start: %+v", hits)
+	}
+	hits, err = s.SearchMessages(ctx, "a", "garden", 20)
+	if err != nil || len(hits) != 20 {
+		t.Fatalf("a common word: %d hits, %v", len(hits), err)
+	}
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if seen[h.Session] {
+			t.Errorf("session %s twice", h.Session)
+		}
+		seen[h.Session] = true
+	}
+	if hits, _ := s.SearchMessages(ctx, "b", "zbigniew", 0); len(hits) != 0 {
+		t.Errorf("another agent's session was searched: %+v", hits)
+	}
+	if hits, err := s.SearchMessages(ctx, "a", `" OR *`, 0); err != nil || len(hits) != 0 {
+		t.Errorf("FTS syntax in the query: %+v %v", hits, err)
+	}
+}
+
+// BenchmarkSearchMessages: full-text search over 100,000 messages of
+// 1,000 sessions (the figure to reach: a median of at most 50 ms).
+func BenchmarkSearchMessages(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	words := strings.Fields("garden weather boiler invoice trip train ticket dinner recipe report budget meeting doctor school piano bike")
+	for i := range 1000 {
+		sess := newSession(b, s, "a")
+		msgs := make([]llm.Message, 0, 100)
+		for j := range 50 {
+			msgs = append(msgs, user(fmt.Sprintf("question %d about the %s and the %s", j, words[(i+j)%len(words)], words[(i*7+j)%len(words)])),
+				assistant(fmt.Sprintf("answer %d: the %s is fine, and so is the %s on day %d", j, words[(i+3*j)%len(words)], words[j%len(words)], i)))
+		}
+		if _, err := s.Append(ctx, sess.ID, msgs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, q := range []string{"boiler invoice", "piano", "day 777"} {
+		b.Run(strings.ReplaceAll(q, " ", "-"), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.SearchMessages(ctx, "a", q, 20); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
