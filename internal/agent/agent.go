@@ -64,6 +64,9 @@ type Meta struct {
 	Usage   *llm.Usage
 	CostUSD float64
 	Latency time.Duration
+	// Breakdown shares the request's input tokens among its parts
+	// (system prompt sections, tools, history, attachments).
+	Breakdown map[string]int64
 	// Deliver appends the messages queued for the session after the
 	// messages, each a user message of its own, in the same transaction;
 	// Delivered, when set, receives their ids. With Deliver the messages
@@ -130,6 +133,10 @@ type Config struct {
 	Store     Store
 	Tools     Tools
 	System    string
+	// Sections, when set, are the parts System is made of (in order,
+	// joined with newlines), named for the breakdown of each request's
+	// tokens.
+	Sections  []Section
 	MaxTurns  int // 0: DefaultMaxTurns
 	MaxTokens int
 	Thinking  llm.ThinkingLevel
@@ -358,7 +365,8 @@ func step(ctx context.Context, cfg Config, sessionID string, m *meter, compactio
 			w.Calibrator.Observe(t.meta.Model, use.Raw, u)
 		}
 		m.add(u, t.meta.CostUSD)
-		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model, Latency: t.meta.Latency})
+		t.meta.Breakdown = apportion(breakdown(cfg, msgs, req.Tools), u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+		cfg.Emit(&UsageEvent{Usage: u, CostUSD: t.meta.CostUSD, Context: use, Model: t.meta.Model, Latency: t.meta.Latency, Breakdown: t.meta.Breakdown})
 	}
 	switch {
 	case ctx.Err() != nil:

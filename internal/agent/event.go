@@ -62,6 +62,10 @@ type UsageEvent struct {
 	// Latency is how long the request took, from sending it to the
 	// stream's end.
 	Latency time.Duration
+	// Breakdown shares the input tokens the provider reported among the
+	// request's parts, by their estimates: "system", "skills",
+	// "memory", "context_files", "tools", "history", "attachments".
+	Breakdown map[string]int64
 }
 
 // WarningEvent is something the user should know that did not stop the

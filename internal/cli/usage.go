@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -42,12 +43,16 @@ cache reads, hit rate and cost.`,
 			defer st.Close()
 			var u store.Usage
 			var sessions []store.SessionTotal
+			var total, last map[string]int64
 			what := ""
 			if session != "" {
 				if _, err := st.GetSession(cmd.Context(), session); errors.Is(err, store.ErrNotFound) {
 					return usageError{fmt.Errorf("no session %q", session)}
 				}
 				u, err = st.SessionUsage(cmd.Context(), session)
+				if err == nil {
+					total, last, _, err = st.SessionBreakdown(cmd.Context(), session)
+				}
 				what = "session " + session
 			} else {
 				var from time.Time
@@ -77,6 +82,9 @@ cache reads, hit rate and cost.`,
 					}
 					out["sessions"] = rows
 				}
+				if session != "" {
+					out["breakdown"], out["last_request"] = total, last
+				}
 				return json.NewEncoder(g.stdout).Encode(out)
 			}
 			// The older lines keep their spacing: scripts and the
@@ -85,6 +93,9 @@ cache reads, hit rate and cost.`,
 				what, u.Requests, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens, hitRate(u), u.CostUSD)
 			if bySession {
 				return printSessionUsage(g.stdout, sessions)
+			}
+			if len(total) > 0 {
+				printBreakdown(g.stdout, total, last)
 			}
 			return nil
 		},
@@ -144,4 +155,32 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// breakdownOrder is the order the parts of a request are shown in.
+var breakdownOrder = []string{"system", "skills", "memory", "context_files", "tools", "history", "attachments"}
+
+// printBreakdown prints what a session's requests were made of: every
+// request's input tokens (uncached, cache reads and writes) summed by
+// part, and the last request's.
+func printBreakdown(w io.Writer, total, last map[string]int64) {
+	fmt.Fprintln(w, "\ninput by part (the provider's count shared by den's estimates)")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PART\tALL REQUESTS\tLAST REQUEST\t")
+	names := append([]string(nil), breakdownOrder...)
+	for k := range total {
+		if !slices.Contains(names, k) {
+			names = append(names, k)
+		}
+	}
+	var sumAll, sumLast int64
+	for _, k := range names {
+		if total[k] == 0 && last[k] == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", k, total[k], last[k])
+		sumAll, sumLast = sumAll+total[k], sumLast+last[k]
+	}
+	fmt.Fprintf(tw, "total\t%d\t%d\t\n", sumAll, sumLast)
+	tw.Flush()
 }

@@ -107,8 +107,11 @@ func fields(e any) (any, string) {
 			ContextWindow    int     `json:"context_window,omitempty"`
 			Model            string  `json:"model,omitempty"`
 			LatencyMS        int64   `json:"latency_ms,omitempty"`
+			// Breakdown: the input tokens (uncached, cache reads and
+			// writes together) shared among the request's parts.
+			Breakdown map[string]int64 `json:"breakdown,omitempty"`
 		}{e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens, e.CostUSD,
-			e.Context.Estimated, e.Context.Window, e.Model, e.Latency.Milliseconds()}, "usage"
+			e.Context.Estimated, e.Context.Window, e.Model, e.Latency.Milliseconds(), e.Breakdown}, "usage"
 	case *agent.WarningEvent:
 		return message{e.Message}, "warning"
 	case *agent.MessageEvent:

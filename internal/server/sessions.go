@@ -230,15 +230,20 @@ func (s *Server) getSession(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	_, lastRequest, _, err := s.st.SessionBreakdown(r.Context(), sess.ID)
+	if err != nil {
+		return err
+	}
 	return reply.JSON(w, http.StatusOK, struct {
 		sessionJSON
-		Memory        bool                `json:"memory"` // memory is on for its next turns
+		Memory        bool                `json:"memory"`       // memory is on for its next turns
+		LastRequest   map[string]int64    `json:"last_request"` // the last request's input tokens by part
 		Messages      []messageJSON       `json:"messages"`
 		More          bool                `json:"more"` // older messages: ?before=<the first one's id>
 		Queued        []map[string]string `json:"queued"`
 		LastEventID   int64               `json:"last_event_id"`   // follow the events after it
 		ResumeEventID int64               `json:"resume_event_id"` // or after it, to see the uncommitted part of a running turn too
-	}{s.sessionOf(sess), remember, msgs, more, pending, last, resume})
+	}{s.sessionOf(sess), remember, lastRequest, msgs, more, pending, last, resume})
 }
 
 func (s *Server) deleteSession(w http.ResponseWriter, r *http.Request) error {

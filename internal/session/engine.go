@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"den.dev/den/internal/agent"
@@ -170,7 +171,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		return agent.Config{}, err
 	}
 	now := time.Now()
-	system := agent.SystemPrompt(agent.Computer{
+	base := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
 		Network: e.opts.Network, Mounts: mounts,
 		// What den offers this agent today: host commands and memory.
@@ -178,14 +179,15 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		// den.
 		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember},
 	}, instructions, now)
+	sections := []agent.Section{{Name: agent.PartSystem, Text: base}}
 	if ctxFiles := contextFiles(e.files, e.opts.Mounts); ctxFiles != "" {
-		system += "\n" + ctxFiles
+		sections = append(sections, agent.Section{Name: "context_files", Text: ctxFiles})
 	}
 	env := &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell(), Session: sess.ID}
 	var onCompact func(ctx context.Context, summary string)
 	if remember {
 		env.Memory = e.book
-		system += "\n" + r.memoryPrompt(ctx, e.book, sess.ID, now, targets[0].Info.ContextWindow)
+		sections = append(sections, agent.Section{Name: "memory", Text: r.memoryPrompt(ctx, e.book, sess.ID, now, targets[0].Info.ContextWindow)})
 		book, id := e.book, sess.ID
 		onCompact = func(ctx context.Context, summary string) {
 			if _, err := book.AppendSummary(context.WithoutCancel(ctx), id, summary, time.Now()); err != nil {
@@ -193,6 +195,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 			}
 		}
 	}
+	system := joinSections(sections)
 	tools := &registryTools{reg: e.reg, env: env, hidden: hiddenTools(remember),
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
 	id := sess.ID
@@ -203,6 +206,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		Store:     loopStore{st: r.st},
 		Tools:     tools,
 		System:    system,
+		Sections:  sections,
 		Context: contextFor(r.st, id, filepath.Join(e.comp.SessionDir(id), "offloads"), computerOwner(e.comp), targets[0], chain,
 			system, tools.Specs(), onCompact),
 		MaxTurns: opts.MaxTurns,
@@ -259,4 +263,13 @@ func hiddenTools(remember bool) map[string]bool {
 		hidden[t.Spec().Name] = true
 	}
 	return hidden
+}
+
+// joinSections is the system prompt its sections make.
+func joinSections(sections []agent.Section) string {
+	texts := make([]string, len(sections))
+	for i, s := range sections {
+		texts[i] = s.Text
+	}
+	return strings.Join(texts, "\n")
 }

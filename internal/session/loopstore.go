@@ -26,7 +26,7 @@ func (l loopStore) Append(ctx context.Context, id string, meta agent.Meta, msgs 
 		u := meta.Usage
 		opts.Usage = &store.UsageRecord{Model: meta.Model, Purpose: store.PurposeConversation,
 			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-			CacheWriteTokens: u.CacheWriteTokens, CostUSD: meta.CostUSD, Latency: meta.Latency}
+			CacheWriteTokens: u.CacheWriteTokens, CostUSD: meta.CostUSD, Latency: meta.Latency, Breakdown: meta.Breakdown}
 	}
 	var delivered []store.Queued
 	if meta.Delivered != nil {

@@ -246,3 +246,38 @@ func TestSessionsSearchEveryMessage(t *testing.T) {
 		t.Errorf("den-sessions search: %s", result)
 	}
 }
+
+// TestRequestBreakdown: each usage event says how the request was made
+// up (den's prompt, memory, tools, history, images), the parts adding up
+// to exactly the input tokens the provider reported; the store keeps it
+// for the session.
+func TestRequestBreakdown(t *testing.T) {
+	tr := newTestRuntime(t, nil, llmtest.Turn{Text: "Hello.", InputTokens: 1000, CacheReadTokens: 234, CacheWriteTokens: 11, OutputTokens: 5})
+	s := tr.session(t)
+	sub := tr.Subscribe(s.ID, 0, nil)
+	defer sub.Close()
+	waitSent(t)(tr.Send(context.Background(), s.ID, Message{Text: "hi", Parts: nil}, TurnOptions{}))
+	var usage map[string]any
+	for _, e := range collect(t, sub, "status", "idle") {
+		if e.Type == "usage" {
+			json.Unmarshal(e.Data, &usage)
+		}
+	}
+	b, _ := usage["breakdown"].(map[string]any)
+	sum := 0.0
+	for _, v := range b {
+		sum += v.(float64)
+	}
+	for _, part := range []string{"system", "memory", "tools", "history"} {
+		if b[part] == nil || b[part].(float64) <= 0 {
+			t.Errorf("no %s in the breakdown %v", part, b)
+		}
+	}
+	if sum != 1245 {
+		t.Errorf("the parts add up to %v, the provider counted 1245: %v", sum, b)
+	}
+	total, last, _, err := tr.st.SessionBreakdown(context.Background(), s.ID)
+	if err != nil || total["system"] != int64(b["system"].(float64)) || last["history"] != int64(b["history"].(float64)) {
+		t.Errorf("stored breakdown %v %v (%v)", total, last, err)
+	}
+}

@@ -275,6 +275,12 @@ CREATE VIRTUAL TABLE memory_text USING fts5(body, agent UNINDEXED, file UNINDEXE
 	session UNINDEXED, message UNINDEXED, seq UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
 ALTER TABLE sessions ADD COLUMN memory INTEGER CHECK (memory IS NULL OR memory IN (0, 1));
 `,
+	// 10: how each request was made up: its input tokens shared among
+	// its parts (system prompt sections, tools, history, attachments),
+	// a JSON object of part → tokens.
+	`
+ALTER TABLE usage ADD COLUMN breakdown TEXT CHECK (breakdown IS NULL OR json_valid(breakdown));
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -27,6 +27,9 @@ type UsageRecord struct {
 	CostUSD          float64       // stored rounded to the micro-dollar
 	Latency          time.Duration // stored rounded down to the millisecond
 	Time             time.Time     // when the request ended; zero means now
+	// Breakdown shares the input tokens among the request's parts
+	// (nil when not known).
+	Breakdown map[string]int64
 }
 
 // Usage is a sum of usage records.

@@ -21,7 +21,7 @@ import (
 func TestMemoryCommands(t *testing.T) {
 	fake := llmtest.NewAnthropic(t,
 		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "memory_write", Input: `{"content":"The user's bike is a red Brompton."}`}}},
-		llmtest.Turn{Text: "Saved.", InputTokens: 10, OutputTokens: 2},
+		llmtest.Turn{Text: "Saved.", InputTokens: 6000, OutputTokens: 2},
 		llmtest.Turn{Text: "- The user plays the cello (2026-11-01, session s-old)", InputTokens: 500, OutputTokens: 20})
 	d := newDen(t)
 	serveConfig(t, d, "")
@@ -34,6 +34,18 @@ func TestMemoryCommands(t *testing.T) {
 	}
 	if r := run("run", "remember my bike"); r.Code != 0 {
 		t.Fatalf("den run: %s", r)
+	}
+	// den usage --session breaks the session's requests down by part.
+	var sessions []struct{ ID string }
+	json.Unmarshal([]byte(run("sessions", "list", "--json").Stdout), &sessions)
+	if len(sessions) != 1 {
+		t.Fatalf("sessions %v", sessions)
+	}
+	usage := run("usage", "--session", sessions[0].ID)
+	for _, want := range []string{"input by part", "system", "memory", "tools", "history", "total"} {
+		if !strings.Contains(usage.Stdout, want) {
+			t.Errorf("den usage --session lacks %q: %s", want, usage)
+		}
 	}
 	show := run("memory", "show")
 	if show.Code != 0 || !strings.Contains(show.Stdout, memory.LogName(time.Now(), time.Local)) || !strings.Contains(show.Stdout, "red Brompton") {

@@ -224,3 +224,20 @@ func TestWebMemorySwitch(t *testing.T) {
 	}
 	b.shot("memory-switch")
 }
+
+// TestWebRequestInfo: after a turn, the chat says how the last request
+// was made up, the parts adding up to what the provider counted; it is
+// still there after a reload.
+func TestWebRequestInfo(t *testing.T) {
+	p, _ := serveWith(t, "", llmtest.Turn{Text: "Hi.", InputTokens: 4000, CacheReadTokens: 1000, OutputTokens: 3})
+	b := openBrowser(t, p, desktopScreen)
+	b.newChat()
+	b.send("hello")
+	b.waitText(".request-info summary", "Last request: 5,000 tokens in")
+	b.run(chromedp.Click(chromedp.CSS(`.request-info summary`)))
+	b.waitText(".request-info table", "memory")
+	b.waitText(".request-info table", "conversation")
+	b.shot("request-info")
+	b.run(chromedp.Reload())
+	b.waitText(".request-info summary", "Last request: 5,000 tokens in")
+}

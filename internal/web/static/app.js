@@ -311,6 +311,7 @@ function useSession(id, onError) {
   const [approvals, setApprovals] = useState([]);
   const [status, setStatus] = useState("idle");
   const [failure, setFailure] = useState("");
+  const [request, setRequest] = useState(null); // the last request's input tokens by part
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
   const [tick, bump] = useState(0); // bumped when a call's facts change
   const stream = useRef(null);
@@ -322,6 +323,7 @@ function useSession(id, onError) {
     setMore(!!r.more);
     setQueued(r.queued || []);
     setStatus(r.status);
+    if (r.last_request && Object.keys(r.last_request).length) setRequest(r.last_request);
     // What is committed now is in the messages: keep only what came
     // after the event that said so.
     if (uptoEvent !== undefined) setLive((segs) => segs.filter((s) => s.event > uptoEvent));
@@ -385,6 +387,9 @@ function useSession(id, onError) {
           case "queued":
             setQueued((q) => [...q, { message_id: e.message_id, text: e.text }]);
             break;
+          case "usage":
+            if (e.breakdown) setRequest(e.breakdown);
+            break;
           case "status":
             setStatus(e.status);
             if (e.status === "running") setFailure("");
@@ -440,7 +445,7 @@ function useSession(id, onError) {
     return r.memory;
   }, [id]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, calls: calls.current, tick, reload, setMemory };
+  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, reload, setMemory };
 }
 
 function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
@@ -536,6 +541,7 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
         ${busy && live.length === 0 && s.approvals.length === 0 && html`<div class="thinking-dots" aria-label="Working">
           <span></span><span></span><span></span></div>`}
         ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
+        ${!busy && s.request && win.end >= visible.length && html`<${RequestInfo} parts=${s.request} />`}
       </div>
       ${!win.following && html`<button class="latest" onClick=${() => { stick.current = true; win.latest(); }}>Jump to the latest</button>`}
       <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }}
@@ -653,6 +659,22 @@ function useWindow(listRef, visible, more, older) {
     setTop(null);
   };
   return { start, end, following: following || end >= n, onScroll, up, down, latest };
+}
+
+// PARTS names the parts of a request, in the order they are shown.
+const PARTS = [["system", "den's prompt and your instructions"], ["skills", "skills index"], ["memory", "memory"],
+  ["context_files", "AGENTS.md / CLAUDE.md"], ["tools", "tools"], ["history", "conversation"], ["attachments", "images"]];
+
+// RequestInfo says how the last request to the model was made up: the
+// input tokens the provider counted, shared among its parts.
+function RequestInfo({ parts }) {
+  const total = Object.values(parts).reduce((a, b) => a + b, 0);
+  const known = new Set(PARTS.map(([k]) => k));
+  const rows = [...PARTS, ...Object.keys(parts).filter((k) => !known.has(k)).map((k) => [k, k])].filter(([k]) => parts[k]);
+  return html`<details class="request-info"><summary>Last request: ${total.toLocaleString()} tokens in</summary>
+    <table><tbody>${rows.map(([k, label]) => html`<tr key=${k}><th scope="row">${label}</th>
+      <td>${parts[k].toLocaleString()}</td><td>${Math.round((100 * parts[k]) / total)}%</td></tr>`)}</tbody></table>
+    <p class="muted">The provider's count, shared among the parts by den's estimates.</p></details>`;
 }
 
 function precedingUser(msgs, i) {
