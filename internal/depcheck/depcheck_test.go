@@ -45,6 +45,8 @@ var allowed = map[string][]string{
 	"webpush": {"webpush"},
 	"push":    {"push", "webpush", "store", "llm"},
 	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
+	// Skills know files, and nothing of sessions, models or the sandbox.
+	"skill": {"skill", "hostfs"},
 }
 
 func TestBoundaries(t *testing.T) {
