@@ -61,6 +61,9 @@ func TestInstallPublic(t *testing.T) {
 			}
 		}
 	}
+	if files, err := c.Files("skill-creator"); err != nil || len(files) != 18 {
+		t.Errorf("Files = %d entries, %v", len(files), err)
+	}
 	fi, err := os.Stat(filepath.Join(c.Dir(), "skill-creator", "scripts", "run_eval.py"))
 	if err != nil || fi.Mode().Perm() != 0o755 {
 		t.Errorf("run_eval.py: %v %v, want mode 0755", err, fi.Mode())
@@ -181,6 +184,9 @@ func TestTamperedLinks(t *testing.T) {
 			}
 			if _, err := c.Accept("tool", now); err == nil {
 				t.Error("Accept took a skill with a planted link or pipe")
+			}
+			if files, err := c.Files("tool"); err == nil && !slices.ContainsFunc(files, func(f FileInfo) bool { return !f.Mode.IsRegular() }) {
+				t.Errorf("Files shows nothing planted: %+v", files)
 			}
 			if diff, err := c.Diff("tool"); err != nil || len(diff) == 0 {
 				t.Errorf("Diff = %v, %v", diff, err)

@@ -466,3 +466,44 @@ func (c *Catalog) CheckUpdate(ctx context.Context, name string, o FetchOptions) 
 	}
 	return &Update{Name: name, Current: rec, Bundle: b, Diff: Compare(old, b.Files)}, nil
 }
+
+// A FileInfo describes one entry of a skill's folder, as a walk finds
+// it: not read, not followed.
+type FileInfo struct {
+	Path   string      `json:"path"`
+	Size   int64       `json:"size"`
+	Mode   fs.FileMode `json:"mode"`
+	Target string      `json:"target,omitempty"` // a symbolic link's text
+}
+
+// Files describes the entries of the skill name's folder now, folders
+// left out: its files, and anything else planted there.
+func (c *Catalog) Files(name string) ([]FileInfo, error) {
+	if err := ValidName(name); err != nil {
+		return nil, fmt.Errorf("skill: %w", err)
+	}
+	d, err := c.openSkills()
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, fmt.Errorf("skill: %s/%s %w", GuestDir, name, ErrNotFound)
+	}
+	defer d.Close()
+	sub, err := d.Sub(name)
+	if err != nil {
+		return nil, fmt.Errorf("skill: %w", err)
+	}
+	defer sub.Close()
+	nodes, err := walk(sub, c.lim, nil)
+	if err != nil {
+		return nil, fmt.Errorf("skill: %s/%s: %w", GuestDir, name, err)
+	}
+	var out []FileInfo
+	for _, n := range nodes {
+		if !n.mode.IsDir() {
+			out = append(out, FileInfo{Path: n.path, Size: n.size, Mode: n.mode, Target: n.target})
+		}
+	}
+	return out, nil
+}
