@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -483,4 +484,21 @@ func unchanged(d *hostfs.Dir, nodes []node) bool {
 		}
 	}
 	return true
+}
+
+// ManifestOf returns the name of the skill whose SKILL.md is at p, a
+// path in the computer: /den/skills/NAME/SKILL.md. The agent loop calls
+// MarkUsed with it when the model reads that file. ok is false for any
+// other path.
+func ManifestOf(p string) (name string, ok bool) {
+	p = path.Clean(p)
+	rest, found := strings.CutPrefix(p, GuestDir+"/")
+	if !found {
+		return "", false
+	}
+	name, file, found := strings.Cut(rest, "/")
+	if !found || file != ManifestFile || ValidName(name) != nil {
+		return "", false
+	}
+	return name, true
 }

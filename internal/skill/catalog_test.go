@@ -601,3 +601,23 @@ func TestLockShared(t *testing.T) {
 		t.Errorf("%d uses recorded of 20", e.Record.Uses)
 	}
 }
+
+func TestManifestOf(t *testing.T) {
+	for p, want := range map[string]string{
+		"/den/skills/pdf/SKILL.md":            "pdf",
+		"/den/skills/pdf/./SKILL.md":          "pdf",
+		"/den/skills//skill-creator/SKILL.md": "skill-creator",
+		"/den/skills/pdf/skill.md":            "",
+		"/den/skills/pdf/scripts/SKILL.md":    "",
+		"/den/skills/SKILL.md":                "",
+		"/den/skills/Bad/SKILL.md":            "",
+		"/den/skills/../etc/SKILL.md":         "",
+		"/workspace/den/skills/pdf/SKILL.md":  "",
+		"den/skills/pdf/SKILL.md":             "",
+	} {
+		name, ok := ManifestOf(p)
+		if name != want || ok != (want != "") {
+			t.Errorf("ManifestOf(%q) = %q, %v; want %q", p, name, ok, want)
+		}
+	}
+}

@@ -58,7 +58,8 @@
 // recent use. It re-reads a skill's files only when a file's inode,
 // size, change time, modification time or mode differs from what the
 // catalog saw last, so a catalog should live as long as its agent.
-// MarkUsed records a use.
+// MarkUsed records a use (ManifestOf tells which skill a path read in
+// the computer is the SKILL.md of); uses rank the index.
 //
 // # Concurrency
 //
