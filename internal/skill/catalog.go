@@ -193,7 +193,8 @@ func (c *Catalog) openSkills() (*hostfs.Dir, error) {
 // computer's root) when missing.
 func (c *Catalog) ensureSkills() (*hostfs.Dir, error) {
 	parent := filepath.Dir(c.dir)
-	if err := os.MkdirAll(parent, 0o700); err != nil {
+	// As package computer makes an agent's folders.
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, fmt.Errorf("skill: %w", err)
 	}
 	p, err := hostfs.OpenDir(parent)
