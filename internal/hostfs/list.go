@@ -20,6 +20,14 @@ type Entry struct {
 	Size    int64       // lstat's size: a link's is the length of its text
 	ModTime time.Time
 	Target  string // a symbolic link's text; "" for anything else
+
+	// Inode and ChangeTime identify this version of the entry: the
+	// kernel sets a file's change time (ctime) on every change to its
+	// content or metadata, and no one can set it back the way touch
+	// sets back ModTime. A caller that caches what it read of a file
+	// can trust the cache while both stay the same.
+	Inode      uint64
+	ChangeTime time.Time
 }
 
 // Sub opens the folder rel, a relative slash-separated path beneath d,
@@ -153,7 +161,8 @@ func entryAt(dfd int, name string) (Entry, error) {
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW|unix.AT_NO_AUTOMOUNT); err != nil {
 		return Entry{}, err
 	}
-	e := Entry{Name: name, Mode: fileMode(st.Mode), Size: st.Size, ModTime: time.Unix(st.Mtim.Unix())}
+	e := Entry{Name: name, Mode: fileMode(st.Mode), Size: st.Size, ModTime: time.Unix(st.Mtim.Unix()),
+		Inode: st.Ino, ChangeTime: time.Unix(st.Ctim.Unix())}
 	if e.Mode&fs.ModeSymlink != 0 {
 		// A link's text is at most PATH_MAX-1 bytes. Should the link
 		// have been swapped for something else meanwhile, readlinkat

@@ -207,3 +207,56 @@ func TestListSwapped(t *testing.T) {
 		t.Errorf("List after the swap = %+v, %v; want the folder opened (f), not %s", entries, err, out)
 	}
 }
+
+// TestChangeTime checks that a change to a file's content shows in
+// Lstat's ChangeTime even when its size and modification time are put
+// back, and that a file replaced under the same name has another Inode.
+func TestChangeTime(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "f.txt")
+	writeFile(t, p, "aaaa", 0o644)
+	d, err := OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	before, err := d.Lstat("f.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.Inode == 0 || before.ChangeTime.IsZero() {
+		t.Fatalf("Lstat = %+v: no inode or change time", before)
+	}
+	// Wait for the change clock to move on, then write the same size
+	// and set the modification time back.
+	for i := 0; ; i++ {
+		writeFile(t, p, "bbbb", 0o644)
+		if err := os.Chtimes(p, before.ModTime, before.ModTime); err != nil {
+			t.Fatal(err)
+		}
+		after, err := d.Lstat("f.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after.ModTime.Equal(before.ModTime) || after.Size != before.Size {
+			t.Fatalf("mtime or size not put back: %+v, was %+v", after, before)
+		}
+		if !after.ChangeTime.Equal(before.ChangeTime) {
+			break
+		}
+		if i == 20000 {
+			t.Fatalf("ChangeTime stayed %v through 20000 writes", before.ChangeTime)
+		}
+	}
+	if err := os.Rename(p, p+".old"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, "aaaa", 0o644)
+	again, err := d.Lstat("f.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Inode == before.Inode {
+		t.Errorf("a new file under the same name has the old inode %d", before.Inode)
+	}
+}
