@@ -22,6 +22,7 @@ package bwrap
 
 import (
 	"context"
+	"den.dev/den/internal/sandbox/launch"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -307,7 +308,7 @@ func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 		// inside's unprivileged host uid: host uid 0 is never in it.
 		c.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(rootUID), Gid: uint32(rootGID), Groups: []uint32{}}
 	}
-	if err := c.Start(); err != nil {
+	if err := launch.Start(c); err != nil {
 		infoW.Close()
 		return nil, fmt.Errorf("bwrap: start: %w", err)
 	}

@@ -1,6 +1,7 @@
 package idmap
 
 import (
+	"den.dev/den/internal/sandbox/launch"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,7 +30,7 @@ func UserNS(uids, gids []syscall.SysProcIDMap) (*os.File, error) {
 		GidMappings: gids,
 		Pdeathsig:   syscall.SIGKILL,
 	}
-	if err := cmd.Start(); err != nil {
+	if err := launch.Start(cmd); err != nil {
 		return nil, fmt.Errorf("idmap: user namespace: %w", err)
 	}
 	f, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/user")

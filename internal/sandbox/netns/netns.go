@@ -2,6 +2,7 @@ package netns
 
 import (
 	"context"
+	"den.dev/den/internal/sandbox/launch"
 	"fmt"
 	"os"
 	"os/exec"
@@ -188,11 +189,8 @@ func start(ctx context.Context, path string, pid int, pidfd *os.File, cred *sysc
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: cred}
 	cmd.WaitDelay = time.Second
 	// Pdeathsig fires when the thread that forked exits, not the
-	// process: fork from a goroutine of our own, which never holds a
-	// thread that a caller locked and may let go.
-	started := make(chan error, 1)
-	go func() { started <- cmd.Start() }()
-	err = <-started
+	// process: fork from den's launcher thread, which never exits.
+	err = launch.Start(cmd)
 	readyW.Close()
 	exitR.Close()
 	if err != nil {

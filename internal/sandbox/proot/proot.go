@@ -15,6 +15,7 @@ package proot
 
 import (
 	"context"
+	"den.dev/den/internal/sandbox/launch"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,7 +127,7 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	c.Stdin, c.Stdout, c.Stderr = cmd.Stdin, cmd.Stdout, cmd.Stderr
 	c.ExtraFiles = []*os.File{blockR}
 	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM, Setpgid: true}
-	if err := c.Start(); err != nil {
+	if err := launch.Start(c); err != nil {
 		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("proot: start: %w", err)
 	}
