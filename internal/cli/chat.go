@@ -30,6 +30,7 @@ const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's curre
   /model [REF]      show or change the model (provider/model, a group, or a chain)
   /compact          summarize the older part of the conversation now
   /memory [on|off]  turn the agent's memory on or off for this session
+  /SKILL [message]  send the message with that skill's instructions (den skills list)
   /help             this text
   /exit             quit
 `
@@ -290,8 +291,8 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 				fmt.Fprintln(g.stdout, "error:", err)
 			}
 			continue
-		case strings.HasPrefix(line, "/"):
-			fmt.Fprintln(g.stdout, "unknown command; /help lists them")
+		case strings.HasPrefix(line, "/") && !isSkill(ctx, rt, sess, line):
+			fmt.Fprintln(g.stdout, "unknown command; /help lists them (den skills list, the skills)")
 			continue
 		}
 		turnCtx, cancel := context.WithCancel(ctx)
@@ -442,4 +443,16 @@ func chatMemory(ctx context.Context, w io.Writer, st *store.Store, rt *session.R
 		fmt.Fprintln(w, "memory is off for this session: nothing is remembered or recalled")
 	}
 	return nil
+}
+
+// isSkill reports whether a line "/NAME ..." names a skill the session
+// may use (den sends it with the skill; see session.Runtime.Send).
+func isSkill(ctx context.Context, rt *session.Runtime, sess store.Session, line string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(line, "/"), " ")
+	cat, err := rt.Skills(ctx, sess.Agent)
+	if err != nil {
+		return false
+	}
+	e, err := cat.Get(name, sess.ID, time.Now())
+	return err == nil && e.Usable()
 }

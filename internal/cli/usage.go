@@ -82,7 +82,7 @@ cache reads, hit rate and cost.`,
 					}
 					out["sessions"] = rows
 				}
-				if session != "" {
+				if len(total) > 0 {
 					out["breakdown"], out["last_request"] = total, last
 				}
 				return json.NewEncoder(g.stdout).Encode(out)

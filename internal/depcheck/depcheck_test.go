@@ -32,7 +32,8 @@ var allowed = map[string][]string{
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
 	"sandbox/idmap":       {"sandbox", "privfile"},
-	"sandbox/netns":       {"sandbox/netns"},
+	"sandbox/netns":       {"sandbox/netns", "sandbox/launch"},
+	"sandbox/launch":      {"sandbox/launch"},
 	// The daemon's edge stands alone: the guard and the certificate know
 	// nothing of sessions, and the event vocabulary sits below the faces.
 	"server/auth":    {"server/auth", "privfile"},

@@ -124,6 +124,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/sw.js", false, s.web.Worker},
 		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
+		{"GET", "/api/v1/skills", false, s.listSkills},
 		{"GET", "/api/v1/models", false, s.listModels},
 		{"GET", "/api/v1/sessions", false, s.listSessions},
 		{"POST", "/api/v1/sessions", false, s.createSession},

@@ -566,3 +566,48 @@ func (s *Server) patchSession(w http.ResponseWriter, r *http.Request) error {
 		Memory bool `json:"memory"`
 	}{s.sessionOf(sess), remember})
 }
+
+// listSkills is the skills an agent's sessions may use, for the
+// composer's suggestions (GET /api/v1/skills?agent=&session=): name,
+// description and state.
+func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	agentName, sessionID := q.Get("agent"), q.Get("session")
+	if sessionID != "" {
+		sess, err := s.st.GetSession(r.Context(), sessionID)
+		if err != nil {
+			return err
+		}
+		agentName = sess.Agent
+	}
+	if agentName == "" {
+		agentName = "default"
+	}
+	if err := computer.ValidName("agent", agentName); err != nil {
+		return badRequest("%v", err)
+	}
+	cat, err := s.rt.Skills(r.Context(), agentName)
+	if err != nil {
+		return err
+	}
+	entries, err := cat.List(sessionID, time.Now())
+	if err != nil {
+		return err
+	}
+	type skillJSON struct {
+		Name        string `json:"name"`
+		Description string `json:"description"`
+		State       string `json:"state"`
+		Usable      bool   `json:"usable"`
+		Problem     string `json:"problem,omitempty"`
+	}
+	out := []skillJSON{}
+	for _, e := range entries {
+		j := skillJSON{Name: e.Name, State: string(e.State), Usable: e.Usable(), Problem: e.Problem}
+		if e.Manifest != nil {
+			j.Description = e.Manifest.Description
+		}
+		out = append(out, j)
+	}
+	return reply.JSON(w, http.StatusOK, map[string]any{"agent": agentName, "skills": out})
+}

@@ -18,6 +18,7 @@ import (
 	"den.dev/den/internal/models/retry"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/skill"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/tool"
 )
@@ -36,6 +37,7 @@ type engine struct {
 	stopHost func()
 	reg      *tool.Registry
 	book     *memory.Book    // the agent's memory
+	skills   *skill.Catalog  // the agent's skills
 	files    hostsvc.GuestFS // reads the computer's files as its root would
 	warned   map[string]bool // models whose unknown facts were told
 }
@@ -74,6 +76,10 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		return nil, err
 	}
 	e.book = r.bookOf(comp, sess.Agent)
+	if e.skills, err = r.catalogOf(comp, sess.Agent); err != nil {
+		e.close()
+		return nil, err
+	}
 	if e.files, _, err = guestFS(comp, sess.ID, o); err != nil {
 		e.close()
 		return nil, err
@@ -174,12 +180,15 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	base := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
 		Network: e.opts.Network, Mounts: mounts,
-		// What den offers this agent today: host commands and memory.
-		// Attachments, the browser and skills are not yet features of
+		// What den offers this agent today: host commands, memory and
+		// skills. Attachments and the browser are not yet features of
 		// den.
-		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember},
+		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember, Skills: true},
 	}, instructions, now)
 	sections := []agent.Section{{Name: agent.PartSystem, Text: base}}
+	if p := r.skillsPrompt(e.skills, sess.ID, targets[0].Info.ContextWindow, now); p != "" {
+		sections = append(sections, agent.Section{Name: "skills", Text: p})
+	}
 	if ctxFiles := contextFiles(e.files, e.opts.Mounts); ctxFiles != "" {
 		sections = append(sections, agent.Section{Name: "context_files", Text: ctxFiles})
 	}
@@ -196,7 +205,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		}
 	}
 	system := joinSections(sections)
-	tools := &registryTools{reg: e.reg, env: env, hidden: hiddenTools(remember),
+	tools := &registryTools{reg: e.reg, env: env, hidden: hiddenTools(remember), skills: e.skills,
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
 	id := sess.ID
 	return agent.Config{

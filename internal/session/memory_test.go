@@ -281,3 +281,43 @@ func TestRequestBreakdown(t *testing.T) {
 		t.Errorf("stored breakdown %v %v (%v)", total, last, err)
 	}
 }
+
+// TestSkillsInTheLoop: the agent's skills are listed in the system
+// prompt; "/NAME rest" puts that skill's SKILL.md in front of the
+// model with the rest of the message; reading a SKILL.md with
+// file_read counts as a use.
+func TestSkillsInTheLoop(t *testing.T) {
+	tr := newTestRuntime(t, nil,
+		llmtest.Turn{Text: "Hello."},
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "file_read", Input: `{"path":"/den/skills/haiku-writer/SKILL.md"}`}}},
+		llmtest.Turn{Text: "An old pond."})
+	ctx := context.Background()
+	s := tr.session(t)
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "hi"}, TurnOptions{}))
+	dir := filepath.Join(tr.dir, "agents", "default", "skills", "haiku-writer")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: haiku-writer\ndescription: Writes haiku about anything the user names.\n---\n\nCount 5-7-5 syllables. Never rhyme.\n"), 0o644)
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "/haiku-writer about a frog"}, TurnOptions{}))
+	reqs := tr.fake.Requests()
+	system, _ := readRequest(t, reqs[1].Body)
+	if !strings.Contains(system, "haiku-writer") || !strings.Contains(system, "/den/skills/haiku-writer/SKILL.md") {
+		t.Errorf("the skill is not in the system prompt:\n%s", system)
+	}
+	if body := string(reqs[1].Body); !strings.Contains(body, "about a frog") || !strings.Contains(body, "Count 5-7-5 syllables. Never rhyme.") ||
+		!strings.Contains(body, `\u003cskill name=\"haiku-writer\"`) {
+		t.Errorf("/haiku-writer did not put the skill in the message: %s", body)
+	}
+	cat, err := tr.Skills(ctx, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := cat.Get("haiku-writer", s.ID, time.Now())
+	if err != nil || e.Record == nil || e.Record.Uses != 2 {
+		t.Errorf("uses of the skill (the /name and the file_read): %+v %v", e.Record, err)
+	}
+	// A message that only looks like a command is sent as it is.
+	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "/etc/hosts is broken"}, TurnOptions{}))
+	if body := string(tr.fake.Requests()[len(tr.fake.Requests())-1].Body); !strings.Contains(body, "/etc/hosts is broken") {
+		t.Errorf("a path was taken for a skill: %s", body)
+	}
+}

@@ -105,6 +105,7 @@ type Runtime struct {
 	cfg atomic.Pointer[config.Config]
 
 	provision sync.Map // agent name → *sync.Mutex: one opening of its computer at a time
+	catalogs  sync.Map // agent name → *skill.Catalog: kept, as it remembers what it verified
 
 	devices *Devices // the browsers host commands reach (Options.Devices)
 
@@ -221,6 +222,7 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 	if err != nil {
 		return Sent{}, err
 	}
+	m = r.withSkill(ctx, sess.Agent, sessionID, m)
 	done := make(chan Outcome, 1)
 	var lock *store.SessionLock
 	if !r.Running(sessionID) {

@@ -229,6 +229,9 @@ func TestSendWhileRunning(t *testing.T) {
 	}
 	// prompt, call, results, the queued message, the answer.
 	if len(path) != 5 || path[3].ID != second.MessageID {
+		for _, m := range path {
+			t.Logf("%s %s %q", m.ID, m.Message.Role, Text(m.Message))
+		}
 		t.Fatalf("history %v, want the queued message (%s) fourth", ids, second.MessageID)
 	}
 	reqs := tr.fake.Requests()

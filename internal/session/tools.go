@@ -11,6 +11,7 @@ import (
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/skill"
 	"den.dev/den/internal/tool"
 )
 
@@ -22,6 +23,7 @@ type registryTools struct {
 	reg        *tool.Registry
 	env        *tool.Env
 	hidden     map[string]bool // tools the model does not see (memory, when off)
+	skills     *skill.Catalog  // told when the model reads a skill's SKILL.md
 	session    string
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
@@ -72,6 +74,7 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 	env := *r.env
 	env.Output = o.Output
 	env.Message = o.MessageID
+	noteSkillRead(r.skills, c)
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
 	return agent.Outcome{Result: res, ExitCode: exit}
 }

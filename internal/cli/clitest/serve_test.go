@@ -30,6 +30,7 @@ type daemonProc struct {
 	cmd    *exec.Cmd
 	url    string
 	stderr *lockedBuffer
+	den    *Den // whose data it serves
 }
 
 type lockedBuffer struct {
@@ -72,7 +73,7 @@ func startServe(t testing.TB, d *Den, fake *llmtest.Server, env ...string) *daem
 	t.Helper()
 	cmd := exec.Command(d.Bin, "serve", "--listen", "127.0.0.1:0")
 	cmd.Env = append(append(d.Env(), "DEN_TOKEN="+serveToken, "ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL="+fake.URL), env...)
-	p := &daemonProc{cmd: cmd, stderr: &lockedBuffer{}}
+	p := &daemonProc{cmd: cmd, stderr: &lockedBuffer{}, den: d}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

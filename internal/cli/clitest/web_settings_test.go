@@ -241,3 +241,32 @@ func TestWebRequestInfo(t *testing.T) {
 	b.run(chromedp.Reload())
 	b.waitText(".request-info summary", "Last request: 5,000 tokens in")
 }
+
+// TestWebSkills: typing "/" in the composer suggests the agent's skills;
+// one picked and sent puts its SKILL.md in front of the model, and the
+// message shows it folded under what the user typed.
+func TestWebSkills(t *testing.T) {
+	p, fake := serveWith(t, "", llmtest.Turn{Text: "ok"}, llmtest.Turn{Text: "Haiku time."})
+	b := openBrowser(t, p, phoneScreen)
+	b.newChat()
+	b.send("hi")
+	b.waitText(".msg.assistant .md", "ok")
+	dir := filepath.Join(p.den.AgentDir("default"), "skills", "haiku-writer")
+	os.MkdirAll(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: haiku-writer\ndescription: Writes haiku about anything.\n---\n\nCount 5-7-5 syllables.\n"), 0o644)
+	b.run(chromedp.SendKeys(chromedp.CSS(`#composer`), "/hai"))
+	b.waitText(".suggestions", "/haiku-writer")
+	b.shot("skill-suggestions")
+	b.run(chromedp.Click(chromedp.Search(`//ul[@class="suggestions"]//button[contains(., "/haiku-writer")]`)),
+		chromedp.SendKeys(chromedp.CSS(`#composer`), "about a frog"),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Send"]`)))
+	b.waitText(".msg.assistant .md", "Haiku time.")
+	b.waitText(".msg.user .bubble", "about a frog")
+	b.waitText(".msg.user .skill-used summary", "Skill: haiku-writer")
+	if body := string(fake.Requests()[1].Body); !strings.Contains(body, "Count 5-7-5 syllables.") {
+		t.Errorf("the skill did not reach the model: %s", body)
+	}
+	if bubble := eval[string](b, `[...document.querySelectorAll(".msg.user .bubble")].pop().firstChild.textContent`); strings.Contains(bubble, "<skill") {
+		t.Errorf("the bubble shows den's skill block: %q", bubble)
+	}
+}

@@ -709,7 +709,8 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
   const act = (f) => f().then(() => reload()).catch((e) => onError(message(e)));
 
   if (m.role === "user") {
-    const { said, attached } = attachments(text);
+    const { said: typed, attached } = attachments(text);
+    const { said, skill } = skillOf(typed);
     return html`
       <div class="msg user" data-id=${m.id}>
         ${editing
@@ -717,7 +718,8 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
               <textarea aria-label="Edit message" value=${draft} onInput=${(e) => setDraft(e.target.value)}></textarea>
               <div class="row"><button type="button" onClick=${() => setEditing(false)}>Cancel</button>
               <button class="primary" type="submit">Save and send</button></div></form>`
-          : html`<div class="bubble">${said}</div>`}
+          : html`<div class="bubble">${said}${skill && html`<details class="skill-used"><summary>Skill: ${skill.name}</summary>
+              <pre>${skill.body}</pre></details>`}</div>`}
         ${images.map((p) => html`<img class="attached" alt="An attached image" src=${`data:${p.media_type};base64,${p.data}`} />`)}
         ${attached.map((a) => html`<${Attached} key=${a.name} a=${a} session=${session} shown=${images.length > 0} />`)}
         <div class="meta">
@@ -741,6 +743,18 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
         ${last && !busy && text && html`<button class="link" onClick=${() => navigator.clipboard && navigator.clipboard.writeText(text)}>Copy</button>`}
       </div>`}
     </div>`;
+}
+
+// SKILL is the block den adds to a message sent as "/NAME ...": the
+// skill's SKILL.md and a line asking the model to follow it.
+const SKILL = /\n*<skill name="([^"]+)" path="[^"]*">\n([\s\S]*?)\n?<\/skill>\nThe user asked to use the skill "[^"]*" for this: follow its instructions \(its other files are in [^\n]*\)\.$/;
+
+// skillOf splits a user message's text into what the user said and the
+// skill den put in front of the model with it.
+function skillOf(text) {
+  const m = SKILL.exec(text);
+  if (!m) return { said: text, skill: null };
+  return { said: text.slice(0, m.index).trim() || "/" + m[1], skill: { name: m[1], body: m[2] } };
 }
 
 // ATTACHED is the line den adds to a message for each attachment.
@@ -904,6 +918,7 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
   const [files, setFiles] = useState([]);
   const [sending, setSending] = useState(false);
   const [note, setNote] = useState("");
+  const [skills, setSkills] = useState(null); // loaded when "/" is typed
   const toggleMemory = (on) => setMemory(on).then(
     (now) => setNote(now ? "Memory is on for this chat: den remembers and recalls." : "Memory is off for this chat: nothing is remembered or recalled."),
     (e) => onError(message(e)));
@@ -944,6 +959,22 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
       setSending(false);
     }
   };
+  // "/" at the start suggests the commands and the skills.
+  const slash = /^\/[a-z0-9-]*$/i.test(text) ? text.slice(1).toLowerCase() : null;
+  useEffect(() => {
+    if (slash !== null && skills === null) {
+      setSkills([]);
+      api.skills(id).then((r) => setSkills((r.skills || []).filter((k) => k.usable)), () => {});
+    }
+  }, [slash !== null]);
+  const suggestions = slash === null ? [] : [
+    { name: "memory", description: "turn this chat's memory on or off" },
+    ...(skills || []),
+  ].filter((k) => k.name.startsWith(slash)).slice(0, 8);
+  const pick = (name) => {
+    setText("/" + name + " ");
+    area.current && area.current.focus();
+  };
   const onKey = (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing && desktop()) {
       e.preventDefault();
@@ -966,6 +997,9 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
   return html`
     <form class="composer" onSubmit=${(e) => { e.preventDefault(); send(); }} onDragOver=${(e) => e.preventDefault()} onDrop=${onDrop}>
       ${note && html`<p class="composer-note" role="status">${note} <button type="button" class="link" onClick=${() => setNote("")}>OK</button></p>`}
+      ${suggestions.length > 0 && html`<ul class="suggestions" role="listbox" aria-label="Commands and skills">
+        ${suggestions.map((k) => html`<li key=${k.name} role="option"><button type="button" onClick=${() => pick(k.name)}>
+          <strong>/${k.name}</strong> <span class="muted">${(k.description || "").slice(0, 90)}</span></button></li>`)}</ul>`}
 
       ${files.length > 0 && html`<ul class="files">${files.map((f, i) => html`<li key=${i}>${f.name || "pasted file"}
         <button type="button" class="icon" aria-label=${"Remove " + (f.name || "file")} onClick=${() => setFiles(files.filter((_, j) => j !== i))}>×</button></li>`)}</ul>`}
