@@ -27,10 +27,12 @@ var allowed = map[string][]string{
 	"sandbox/seccomp":     {"sandbox/seccomp"},
 	"sandbox/cgroup":      {"sandbox/cgroup"},
 	"store":               {"store", "llm"},
-	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan"},
+	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan", "resource"},
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
+	// den:// URLs name the computer's folders and know nothing else.
+	"resource": {"resource", "sandbox"},
 	"sandbox/idmap":       {"sandbox", "privfile"},
 	"sandbox/netns":       {"sandbox/netns"},
 	// The daemon's edge stands alone: the guard and the certificate know
@@ -44,7 +46,7 @@ var allowed = map[string][]string{
 	// reads stored events and subscriptions only.
 	"webpush": {"webpush", "privfile"},
 	"push":    {"push", "webpush", "privfile", "store", "llm"},
-	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
+	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
