@@ -31,8 +31,6 @@ var allowed = map[string][]string{
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
-	// den:// URLs name the computer's folders and know nothing else.
-	"resource": {"resource", "sandbox"},
 	"sandbox/idmap":       {"sandbox", "privfile"},
 	"sandbox/netns":       {"sandbox/netns"},
 	// The daemon's edge stands alone: the guard and the certificate know
@@ -50,6 +48,9 @@ var allowed = map[string][]string{
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
+	// den:// URLs name the computer's folders and know nothing else, so
+	// that the tools, the server and the faces can all use them.
+	"resource": {"resource", "sandbox"},
 }
 
 func TestBoundaries(t *testing.T) {
