@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/draw"
 	"image/png"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -206,6 +207,59 @@ func TestWebResourceSanitizer(t *testing.T) {
 			if strings.Contains(out, d) {
 				t.Errorf("render(%q) = %q, which keeps %s", tt.md, out, d)
 			}
+		}
+	}
+}
+
+// TestWebResourceLinks: rendered for a session, den:// URLs become links
+// to den's resources route (the workspace's to the files panel), images
+// show in place, and the files are previewed under the text by kind;
+// URLs that do not parse stay text.
+func TestWebResourceLinks(t *testing.T) {
+	p, _ := serveWith(t, "")
+	b := openBrowser(t, p, desktopScreen)
+	shown := func(md string) string {
+		t.Helper()
+		js := `import("/app/markdown.js").then((m) => { const d = document.createElement("div"); d.innerHTML = m.render(` + quoteJSON(md) +
+			`); m.linkPaths(d); m.resources(d, "S1"); return d.innerHTML; })`
+		out, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("render %q: %v", md, err)
+		}
+		return out
+	}
+	route := func(u string) string { return "/api/v1/resources?url=" + url.QueryEscape(u) + "&amp;session=S1" }
+	for _, tt := range []struct {
+		md         string
+		figures    int // previews under the text
+		want, none []string
+	}{
+		{"![chart](den://workspace/chart.png)", 0, []string{`src="` + route("den://workspace/chart.png") + `&amp;inline=1"`}, nil},
+		{"![doc](den://shared/doc.pdf)", 1, []string{`<a data-den-url="den://shared/doc.pdf" href="` + route("den://shared/doc.pdf") + `" download="doc.pdf">doc</a>`, `<iframe src="` + route("den://shared/doc.pdf") + `&amp;inline=1"`}, []string{"sandbox"}},
+		{"see den://memory/notes.md.", 0, []string{`<a data-den-url="den://memory/notes.md" href="` + route("den://memory/notes.md") + `" download="notes.md">den://memory/notes.md</a>.`}, nil},
+		{"`den://workspace/out/a%20b.txt`", 0, []string{`data-den-path="/workspace/out/a b.txt"`, `href="#"`}, nil},
+		{"den://workspace/a.mp3 den://browser/b.webm den://workspace/c.svg den://workspace/d.html", 4, []string{
+			`<audio controls="" preload="metadata" src="` + route("den://workspace/a.mp3") + `"`,
+			`<video controls="" preload="metadata" src="` + route("den://browser/b.webm") + `"`,
+			`<img src="` + route("den://workspace/c.svg") + `&amp;inline=1" alt="c.svg"`,
+			`<iframe sandbox="" src="` + route("den://workspace/d.html") + `&amp;inline=1"`,
+		}, nil},
+		{"twice den://workspace/a.png and [again](den://workspace/a.png)", 1, []string{`den-preview-image`}, nil},
+		{"den://workspace/../../etc/shadow and den://root/x and den://workspace//x", 0, nil, []string{"<a"}},
+	} {
+		out := shown(tt.md)
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q shows as\n%s\nwithout %s", tt.md, out, w)
+			}
+		}
+		for _, n := range tt.none {
+			if strings.Contains(out, n) {
+				t.Errorf("%q shows as\n%s\nwith %s", tt.md, out, n)
+			}
+		}
+		if n := strings.Count(out, "<figure"); n != tt.figures {
+			t.Errorf("%q: %d previews, want %d:\n%s", tt.md, n, tt.figures, out)
 		}
 	}
 }

@@ -163,6 +163,12 @@ export function resources(el, session) {
     if (r && previewKind(r.path) === "image") {
       img.src = resourceURL(session, url, true);
       shown.add(url);
+    } else if (r) {
+      // Not an image: a link to it, previewed below like any other.
+      const a = document.createElement("a");
+      a.textContent = img.alt || url;
+      a.setAttribute("data-den-url", url);
+      img.replaceWith(a);
     }
   }
   const box = document.createElement("div");
