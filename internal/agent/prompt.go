@@ -92,6 +92,7 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 - read_image shows you an image file.
 - Give every call a short tool_title describing what it does, for the user's view.
 - Long outputs are cut to their head and tail; the full text is in the file the result names.
+- To show the user a file in /workspace or under /den, write its den:// URL in your answer (/workspace/chart.png is den://workspace/chart.png, /den/NAME/PATH is den://NAME/PATH; file tools' results end with it): the user sees images, audio, video, PDF and HTML pages in place, and can open other files.
 `)
 	if f.HostCommands {
 		b.WriteString("- Commands that reach the user through den: den-notify MESSAGE, den-ask QUESTION (prints the answer), den-open URL|PATH, den-model run --model REF (another model), den-sessions, den-config get; each prints JSON and has --help.\n")

@@ -49,7 +49,8 @@ func runCmd(g *globals) *cobra.Command {
 		Use:   "run [flags] [PROMPT | -]",
 		Short: "Run the agent on one prompt, headless",
 		Long: `Send one prompt to the agent and let it work in its computer until it ends
-its turn. Without --json, prints the final answer; with --json, prints one
+its turn. Without --json, prints the final answer, each den:// URL in it
+followed by the file's path on this machine; with --json, prints one
 JSON object per line for every event (session, status, message, text,
 thinking, tool_call, tool_result, usage, model, retry, compaction,
 approval_request, approval_resolved, warning, queued, error, done; see
@@ -172,7 +173,7 @@ func runPrompt(ctx context.Context, g *globals, f *runFlags, prompt string) erro
 		return exitError{1}
 	}
 	if !f.json {
-		fmt.Fprintln(g.stdout, strings.TrimRight(out.Result.Text, "\n"))
+		fmt.Fprintln(g.stdout, withHostPaths(strings.TrimRight(out.Result.Text, "\n"), hostPaths(ctx, rt, sess.ID)))
 	}
 	if out.Result.Stop != llm.StopEndTurn {
 		return exitError{1}

@@ -17,7 +17,7 @@ import (
 func usageCmd(g *globals) *cobra.Command {
 	var agentName, session string
 	var since time.Duration
-	var asJSON, bySession bool
+	var asJSON, bySession, byPart bool
 	var limit int
 	c := &cobra.Command{
 		Use:   "usage",
@@ -82,7 +82,9 @@ cache reads, hit rate and cost.`,
 					}
 					out["sessions"] = rows
 				}
-				if len(total) > 0 {
+				if byPart {
+					// Objects, so only when asked: scripts read the
+					// other fields as numbers.
 					out["breakdown"], out["last_request"] = total, last
 				}
 				return json.NewEncoder(g.stdout).Encode(out)
@@ -106,6 +108,7 @@ cache reads, hit rate and cost.`,
 	c.Flags().BoolVar(&bySession, "by-session", false, "also list the agent's sessions, most input first")
 	c.Flags().IntVar(&limit, "limit", 10, "with --by-session, at most this many sessions (0: all)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&byPart, "by-part", false, `with --session --json, add "breakdown" and "last_request": the input tokens by part`)
 	return c
 }
 

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"sandbox/seccomp":     {"sandbox/seccomp"},
 	"sandbox/cgroup":      {"sandbox/cgroup"},
 	"store":               {"store", "llm"},
-	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan"},
+	"agent":               {"agent", "llm", "tool", "sandbox", "cmdscan", "resource"},
 	"cmdscan":             {"cmdscan"},
 	"hostcmd/wire":        {"hostcmd/wire"},
 	"hostfs":              {"hostfs"},
@@ -45,12 +45,15 @@ var allowed = map[string][]string{
 	// reads stored events and subscriptions only.
 	"webpush": {"webpush", "privfile"},
 	"push":    {"push", "webpush", "privfile", "store", "llm"},
-	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
+	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
 	// Skills know files, and nothing of sessions, models or the sandbox.
 	"skill": {"skill", "hostfs"},
+	// den:// URLs name the computer's folders and know nothing else, so
+	// that the tools, the server and the faces can all use them.
+	"resource": {"resource", "sandbox"},
 }
 
 func TestBoundaries(t *testing.T) {

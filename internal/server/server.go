@@ -141,6 +141,7 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/sessions/{id}/attachments", false, s.files.Attach},
 		{"GET", "/api/v1/sessions/{id}/attachments/{name}", false, s.files.GetAttachment},
 		{"GET", "/api/v1/sessions/{id}/offloads/{name}", false, s.files.GetOffload},
+		{"GET", "/api/v1/resources", false, s.files.Resource},
 		{"GET", "/api/v1/sessions/{id}/events", false, s.sessionEvents},
 		{"GET", "/api/v1/events", false, s.allEvents},
 		{"GET", "/api/v1/approvals", false, s.listApprovals},

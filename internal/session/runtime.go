@@ -858,6 +858,10 @@ type Folders struct {
 	Workspace   string // the computer's /workspace
 	Attachments string // the computer's /den/attachments
 	Offloads    string // the computer's /den/offloads: full outputs of capped commands
+	Browser     string // the computer's /den/browser
+	Memory      string // the agent's /den/memory
+	Skills      string // the agent's /den/skills
+	Shared      string // the agent's /den/shared
 	Owner       *hostfs.Owner
 }
 
@@ -875,7 +879,8 @@ func (r *Runtime) Folders(ctx context.Context, sessionID string) (Folders, error
 	}
 	dir := comp.SessionDir(sess.ID)
 	f := Folders{Workspace: filepath.Join(dir, "workspace"), Attachments: filepath.Join(dir, "attachments"),
-		Offloads: filepath.Join(dir, "offloads"), Owner: computerOwner(comp)}
+		Offloads: filepath.Join(dir, "offloads"), Browser: filepath.Join(dir, "browser"),
+		Memory: comp.AgentDir("memory"), Skills: comp.AgentDir("skills"), Shared: comp.AgentDir("shared"), Owner: computerOwner(comp)}
 	for _, d := range []string{f.Workspace, f.Attachments, f.Offloads} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return Folders{}, err

@@ -51,6 +51,11 @@
 // ~ is /root. File tools read and write through commands in the
 // computer (busybox, Alpine and Debian alike), never through den's view
 // of the host's folders, so they see what the agent's shell sees.
+// When the file is in a folder den:// URLs name (/workspace, /den/...;
+// see package resource), the result of file_read, file_write,
+// file_edit and read_image ends with a text part holding a newline and
+// the file's den:// URL, which the model can write in its answer to
+// show the user the file.
 //
 // # Concurrency
 //

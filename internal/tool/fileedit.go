@@ -89,9 +89,9 @@ func (FileEdit) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 		return Errorf("%s", problem), nil
 	}
 	if n == 1 {
-		return Text(fmt.Sprintf("Edited %s: replaced 1 occurrence at line %d; the file now has %d bytes.", p, first, len(edited))), nil
+		return located(Text(fmt.Sprintf("Edited %s: replaced 1 occurrence at line %d; the file now has %d bytes.", p, first, len(edited))), p), nil
 	}
-	return Text(fmt.Sprintf("Edited %s: replaced %d occurrences (the first at line %d); the file now has %d bytes.", p, n, first, len(edited))), nil
+	return located(Text(fmt.Sprintf("Edited %s: replaced %d occurrences (the first at line %d); the file now has %d bytes.", p, n, first, len(edited))), p), nil
 }
 
 // lineOf is the 1-based line of the byte at offset i.

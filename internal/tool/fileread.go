@@ -116,10 +116,10 @@ func (FileRead) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	head, content := parts[1], parts[2]
 
 	if size == 0 {
-		return Text(fmt.Sprintf("[%s | 0 bytes | empty file]", p)), nil
+		return located(Text(fmt.Sprintf("[%s | 0 bytes | empty file]", p)), p), nil
 	}
 	if why := binaryWhy(head, int64(len(head)) < size); why != "" {
-		return binaryResult(p, size, head, why), nil
+		return located(binaryResult(p, size, head, why), p), nil
 	}
 	if in.Offset > total {
 		return Errorf("offset %d is past the end of %s, which has %d line%s", in.Offset, p, total, plural(total)), nil
@@ -127,7 +127,7 @@ func (FileRead) Run(ctx context.Context, env *Env, input json.RawMessage) (Resul
 	if len(content) >= limit {
 		content = trimCutRune(content)
 	}
-	return Text(page(p, size, total, in.Offset, in.MaxChars, content)), nil
+	return located(Text(page(p, size, total, in.Offset, in.MaxChars, content)), p), nil
 }
 
 // page renders the lines read from offset on, cut to maxChars

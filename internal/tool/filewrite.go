@@ -59,5 +59,5 @@ func (FileWrite) Run(ctx context.Context, env *Env, input json.RawMessage) (Resu
 	if in.Append {
 		verb = "Appended"
 	}
-	return Text(fmt.Sprintf("%s %d bytes to %s", verb, len(in.Content), p)), nil
+	return located(Text(fmt.Sprintf("%s %d bytes to %s", verb, len(in.Content), p)), p), nil
 }

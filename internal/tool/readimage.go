@@ -76,10 +76,10 @@ func (ReadImage) Run(ctx context.Context, env *Env, input json.RawMessage) (Resu
 	if problem != "" {
 		return Errorf("%s: %s", p, problem), nil
 	}
-	return Result{Content: []llm.Part{
+	return located(Result{Content: []llm.Part{
 		&llm.Text{Text: fmt.Sprintf("[%s | %d bytes | %s]", p, len(data), info)},
 		img,
-	}}, nil
+	}}, p), nil
 }
 
 // imageKind tells an image's media type from its first bytes, or "".

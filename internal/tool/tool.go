@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/resource"
 	"den.dev/den/internal/sandbox"
 )
 
@@ -96,6 +97,19 @@ func ResolvePath(p string) string {
 		p = sandbox.GuestWorkspace + "/" + p
 	}
 	return path.Clean(p)
+}
+
+// located ends r, a result about the file at p (absolute and clean),
+// with the file's den:// URL on a line of its own when p is in one of
+// the folders den:// URLs name: the model can write it in its answer,
+// and the faces show the file.
+func located(r Result, p string) Result {
+	u, ok := resource.FromGuest(p)
+	if !ok {
+		return r
+	}
+	r.Content = append(r.Content, &llm.Text{Text: "\n" + u.String()})
+	return r
 }
 
 // quote quotes s for the computer's shell.

@@ -304,7 +304,7 @@ func TestFileRead(t *testing.T) {
 	c.put(t, "empty.txt", nil)
 
 	s := mustOK(t, c.call(t, "file_read", `{"path": "a.txt"}`), "[/workspace/a.txt | 792 bytes | lines 1-100 of 100]\nline 1\n")
-	if !strings.HasSuffix(s, "line 100\n") {
+	if !strings.HasSuffix(s, "line 100\n\nden://workspace/a.txt") {
 		t.Errorf("end: %q", s[len(s)-20:])
 	}
 	mustOK(t, c.call(t, "file_read", `{"path": "/workspace/a.txt", "offset": 10, "lines": 3}`),
@@ -340,13 +340,13 @@ func TestFileReadUTF8(t *testing.T) {
 	line := strings.Repeat("日本語", 10) + "\n" // 31 characters
 	c.put(t, "jp.txt", []byte(strings.Repeat(line, 50)))
 	s := mustOK(t, c.call(t, "file_read", `{"path": "jp.txt", "max_chars": 100}`), "lines 1-3 of 50 | truncated at 100 chars; next offset 4]")
-	if !strings.HasSuffix(s, "]\n"+strings.Repeat(line, 3)) {
+	if !strings.HasSuffix(s, "]\n"+strings.Repeat(line, 3)+"\nden://workspace/jp.txt") {
 		t.Errorf("got %q", s)
 	}
 	// One line longer than max_chars: its start, whole characters only.
 	c.put(t, "long.txt", []byte(strings.Repeat("é", 1000)+"\nnext\n"))
 	s = mustOK(t, c.call(t, "file_read", `{"path": "long.txt", "max_chars": 7}`), "lines 1-1 of 2 | truncated at 7 chars; next offset 2]", "line 1 is longer than 7 characters")
-	if !strings.HasSuffix(s, "\n"+strings.Repeat("é", 7)) {
+	if !strings.HasSuffix(s, "\n"+strings.Repeat("é", 7)+"\nden://workspace/long.txt") {
 		t.Errorf("got %q", s)
 	}
 	// A character cut by the 8 KB sample is not mistaken for binary.
@@ -453,6 +453,60 @@ func TestReadImage(t *testing.T) {
 	noImages := *c.env
 	noImages.Images = false
 	mustFail(t, c.callWith(t, &noImages, "read_image", `{"path": "small.png"}`, false), "cannot see images")
+}
+
+// TestFileToolsGiveURLs: a file tool's result about a file in a folder
+// den:// URLs name ends with the file's URL, as a part of its own;
+// other files, and failures, have none.
+func TestFileToolsGiveURLs(t *testing.T) {
+	c := start(t)
+	c.put(t, "chart.png", pngBytes(t, 4, 4))
+	c.put(t, "bin", []byte("a\x00b"))
+	c.put(t, "empty", nil)
+	for _, tt := range []struct {
+		name, input string
+		want        string // the URL, "" for none
+	}{
+		{"file_write", `{"path": "report.md", "content": "# Report\n"}`, "den://workspace/report.md"},
+		{"file_write", `{"path": "/workspace/out/my report.md", "content": "x"}`, "den://workspace/out/my%20report.md"},
+		{"file_write", `{"path": "report.md", "content": "more\n", "append": true}`, "den://workspace/report.md"},
+		{"file_write", `{"path": "/den/offloads/kept.txt", "content": "x"}`, "den://offloads/kept.txt"},
+		{"file_write", `{"path": "/tmp/t.txt", "content": "x"}`, ""},
+		{"file_write", `{"path": "~/home.txt", "content": "x"}`, ""},
+		{"file_read", `{"path": "report.md"}`, "den://workspace/report.md"},
+		{"file_read", `{"path": "/workspace/./out/../report.md", "lines": 1}`, "den://workspace/report.md"},
+		{"file_read", `{"path": "bin"}`, "den://workspace/bin"},
+		{"file_read", `{"path": "empty"}`, "den://workspace/empty"},
+		{"file_read", `{"path": "/tmp/t.txt"}`, ""},
+		{"file_read", `{"path": "/den/offloads/kept.txt"}`, "den://offloads/kept.txt"},
+		{"file_edit", `{"path": "report.md", "old_string": "Report", "new_string": "Summary"}`, "den://workspace/report.md"},
+		{"file_edit", `{"path": "/tmp/t.txt", "old_string": "x", "new_string": "y"}`, ""},
+		{"read_image", `{"path": "chart.png"}`, "den://workspace/chart.png"},
+	} {
+		r := c.call(t, tt.name, tt.input)
+		if r.IsError {
+			t.Errorf("%s %s: %s", tt.name, tt.input, text(r))
+			continue
+		}
+		last, _ := r.Content[len(r.Content)-1].(*llm.Text)
+		has := strings.Contains(text(r), "den://")
+		switch {
+		case tt.want == "" && has:
+			t.Errorf("%s %s: a URL in %q", tt.name, tt.input, text(r))
+		case tt.want != "" && (len(r.Content) < 2 || last == nil || last.Text != "\n"+tt.want):
+			t.Errorf("%s %s: the result ends %q, want a part %q", tt.name, tt.input, text(r), "\n"+tt.want)
+		}
+	}
+	for _, tt := range []struct{ name, input string }{
+		{"file_read", `{"path": "missing.md"}`},
+		{"file_write", `{"path": "out", "content": "x"}`},
+		{"file_edit", `{"path": "report.md", "old_string": "absent", "new_string": "y"}`},
+		{"read_image", `{"path": "report.md"}`},
+	} {
+		if r := c.call(t, tt.name, tt.input); !r.IsError || strings.Contains(text(r), "den://") {
+			t.Errorf("%s %s: %v %q, want an error without a URL", tt.name, tt.input, r.IsError, text(r))
+		}
+	}
 }
 
 func TestDownscaleColours(t *testing.T) {

@@ -108,6 +108,9 @@ func (h *Handler) load() error {
 			"style-src 'self' 'unsafe-inline'",
 			"img-src 'self' data: blob:",
 			"media-src 'self' blob:",
+			// Previews of the agent's files (den:// URLs) are frames of
+			// den's own routes, sandboxed; nothing else is framed.
+			"frame-src 'self'",
 			"connect-src 'self'",
 			"worker-src 'self'",
 			"manifest-src 'self'",

@@ -152,3 +152,26 @@ func TestWorkerShell(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicySources: what the page may load images, media and frames
+// from is den's own origin (and, for images and media, what the page
+// itself made): previews of the agent's files come from den's routes
+// and nothing else.
+func TestPolicySources(t *testing.T) {
+	csp := get(t, (&Handler{}).Index, "/").Header().Get("Content-Security-Policy")
+	directives := map[string]string{}
+	for d := range strings.SplitSeq(csp, ";") {
+		name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+		directives[name] = value
+	}
+	for name, want := range map[string]string{
+		"img-src":    "'self' data: blob:",
+		"media-src":  "'self' blob:",
+		"frame-src":  "'self'",
+		"object-src": "'none'",
+	} {
+		if got, ok := directives[name]; !ok || got != want {
+			t.Errorf("%s is %q, want %q (policy %q)", name, got, want, csp)
+		}
+	}
+}

@@ -1,11 +1,15 @@
 // Package files serves a session's files over HTTP: the computer's
-// /workspace to list, download and upload, and /den/attachments to
-// attach files to a conversation. The daemon's route table mounts
+// /workspace to list, download and upload, /den/attachments to
+// attach files to a conversation, and every folder a den:// URL names
+// (package resource) to read. The daemon's route table mounts
 // Handler's methods:
 //
-//	GET  /api/v1/sessions/{id}/files/{path...}  Handler.Get (also HEAD)
-//	PUT  /api/v1/sessions/{id}/files/{path...}  Handler.Put
-//	POST /api/v1/sessions/{id}/attachments      Handler.Attach
+//	GET  /api/v1/sessions/{id}/files/{path...}      Handler.Get (also HEAD)
+//	PUT  /api/v1/sessions/{id}/files/{path...}      Handler.Put
+//	POST /api/v1/sessions/{id}/attachments          Handler.Attach
+//	GET  /api/v1/sessions/{id}/attachments/{name}   Handler.GetAttachment
+//	GET  /api/v1/sessions/{id}/offloads/{name}      Handler.GetOffload
+//	GET  /api/v1/resources?url=den://...&session=ID Handler.Resource (or &agent=NAME)
 //
 // The {path...} pattern matches the workspace root too (an empty
 // path); a second pattern for ".../files/" would conflict with it.
@@ -27,8 +31,20 @@
 // X-Content-Type-Options: nosniff and a sandboxing
 // Content-Security-Policy, as attachments unless ?inline=1 asks
 // otherwise for a type that cannot run script in den's origin (images
-// other than SVG, text/plain, PDF); HTML, SVG and everything else are
-// always attachments.
+// other than SVG, text/plain, PDF). HTML asked for inline is inline
+// only when the browser says it loads it into a frame (Sec-Fetch-Dest:
+// iframe), where the policy's sandbox runs none of its scripts and
+// gives it an origin of its own: a preview. SVG and everything else
+// are always attachments (an <img> shows an SVG all the same, and runs
+// nothing in it).
+//
+// Resource serves what a den:// URL names, read in the folders of the
+// session given (session=ID: the session's own folders and its
+// agent's), or of the agent given (agent=NAME, for the agent's folders
+// only, without a session); a session's kind without a session, both
+// or neither, or a bad URL is a bad request, and an unknown session or
+// agent, or a folder the computer does not have yet, is 404. Files and
+// folders are served as Get serves the workspace's.
 //
 // Uploads stream to disk into a temporary file that is renamed into
 // place, so a reader sees the old file or the new one; a body over the

@@ -25,10 +25,13 @@ const (
 	offloads    = "/den/offloads"
 )
 
-// Folders finds a session's folders; *session.Runtime satisfies it.
-// A session that does not exist is an error wrapping store.ErrNotFound.
+// Folders finds a session's folders, and an agent's; *session.Runtime
+// satisfies it. A session or an agent that does not exist is an error
+// wrapping store.ErrNotFound; a name no agent can have wraps
+// session.ErrBadOptions.
 type Folders interface {
 	Folders(ctx context.Context, sessionID string) (session.Folders, error)
+	AgentFolders(ctx context.Context, agent string) (session.Folders, error)
 }
 
 var _ Folders = (*session.Runtime)(nil)

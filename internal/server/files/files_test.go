@@ -31,13 +31,25 @@ const owner = 12345
 
 const secret = "TOP SECRET: the host's own file"
 
-// fakeFolders is a Runtime's Folders for the sessions it knows.
+// fakeFolders is a Runtime's Folders for the sessions it knows, and
+// for the agents it knows as "agent:NAME".
 type fakeFolders map[string]session.Folders
 
 func (f fakeFolders) Folders(_ context.Context, id string) (session.Folders, error) {
 	folders, ok := f[id]
-	if !ok {
+	if !ok || strings.HasPrefix(id, "agent:") {
 		return session.Folders{}, fmt.Errorf("session %s: %w", id, store.ErrNotFound)
+	}
+	return folders, nil
+}
+
+func (f fakeFolders) AgentFolders(_ context.Context, agent string) (session.Folders, error) {
+	if strings.ContainsAny(agent, "/.") {
+		return session.Folders{}, fmt.Errorf("%w: agent %q", session.ErrBadOptions, agent)
+	}
+	folders, ok := f["agent:"+agent]
+	if !ok {
+		return session.Folders{}, fmt.Errorf("agent %s: %w", agent, store.ErrNotFound)
 	}
 	return folders, nil
 }
@@ -56,6 +68,10 @@ type env struct {
 	ws    string // the workspace
 	att   string // the attachments
 	off   string // the offloads
+	brw   string // the browser's folder
+	mem   string // the agent's memory
+	skl   string // the agent's skills
+	shr   string // the agent's shared folder
 	out   string // a folder elsewhere, with secret.txt
 	owned bool   // whether files are given to owner (den is root)
 }
@@ -64,25 +80,27 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{base: t.TempDir(), out: t.TempDir()}
 	e.ws, e.att, e.off = filepath.Join(e.base, "workspace"), filepath.Join(e.base, "attachments"), filepath.Join(e.base, "offloads")
-	for _, d := range []string{e.ws, e.att, e.off} {
+	e.brw, e.mem, e.skl, e.shr = filepath.Join(e.base, "browser"), filepath.Join(e.base, "memory"), filepath.Join(e.base, "skills"), filepath.Join(e.base, "shared")
+	for _, d := range []string{e.ws, e.att, e.off, e.brw, e.mem, e.skl, e.shr} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeFile(t, filepath.Join(e.base, "secret.txt"), secret)
 	writeFile(t, filepath.Join(e.out, "secret.txt"), secret)
-	folders := session.Folders{Workspace: e.ws, Attachments: e.att, Offloads: e.off}
+	folders := session.Folders{Workspace: e.ws, Attachments: e.att, Offloads: e.off, Browser: e.brw, Memory: e.mem, Skills: e.skl, Shared: e.shr}
 	if os.Geteuid() == 0 {
 		folders.Owner = &hostfs.Owner{UID: owner, GID: owner}
 		e.owned = true
 	}
-	e.h = &Handler{F: fakeFolders{"s1": folders}}
+	e.h = &Handler{F: fakeFolders{"s1": folders, "agent:default": {Memory: e.mem, Skills: e.skl, Shared: e.shr}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/sessions/{id}/files/{path...}", answer(e.h.Get))
 	mux.HandleFunc("PUT /api/v1/sessions/{id}/files/{path...}", answer(e.h.Put))
 	mux.HandleFunc("POST /api/v1/sessions/{id}/attachments", answer(e.h.Attach))
 	mux.HandleFunc("GET /api/v1/sessions/{id}/attachments/{name}", answer(e.h.GetAttachment))
 	mux.HandleFunc("GET /api/v1/sessions/{id}/offloads/{name}", answer(e.h.GetOffload))
+	mux.HandleFunc("GET /api/v1/resources", answer(e.h.Resource))
 	g, err := auth.New(auth.Options{
 		DataDir: t.TempDir(),
 		Env:     func(string) string { return "" },
@@ -115,6 +133,8 @@ func answer(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
 			status, code, msg = http.StatusRequestEntityTooLarge, "too_large", "over the limit"
 		case errors.Is(err, store.ErrNotFound):
 			status, code, msg = http.StatusNotFound, "not_found", err.Error()
+		case errors.Is(err, session.ErrBadOptions):
+			status, code, msg = http.StatusBadRequest, "bad_request", err.Error()
 		}
 		reply.JSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 	}
@@ -132,9 +152,15 @@ type response struct {
 // that opens a named pipe blocks (a hang detector, not a timing).
 func (e *env) do(t *testing.T, method, urlPath string, body io.Reader, hdr ...string) response {
 	t.Helper()
+	return e.doAt(t, method, "/api/v1/sessions/"+urlPath, body, hdr...)
+}
+
+// doAt is do for any path of den's (from /api/v1/ on).
+func (e *env) doAt(t *testing.T, method, urlPath string, body io.Reader, hdr ...string) response {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+"/api/v1/sessions/"+urlPath, body)
+	req, err := http.NewRequestWithContext(ctx, method, e.srv.URL+urlPath, body)
 	if err != nil {
 		t.Fatal(err)
 	}

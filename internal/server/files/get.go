@@ -50,8 +50,16 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer root.Close()
+	return serveAt(w, r, root, workspace, comps)
+}
+
+// serveAt answers with what comps names beneath root, the folder the
+// computer names at: a regular file as its content (see serve), a
+// folder as its Listing; a link, a special file or a missing one is
+// refused as refusal says.
+func serveAt(w http.ResponseWriter, r *http.Request, root *hostfs.Dir, at string, comps []string) error {
 	if len(comps) == 0 {
-		return list(w, root, workspace)
+		return list(w, root, at)
 	}
 	rel := strings.Join(comps, "/")
 	f, err := root.Open(rel)
@@ -72,7 +80,7 @@ func (h *Handler) Get(w http.ResponseWriter, r *http.Request) error {
 		return refusal(serr)
 	}
 	defer sub.Close()
-	return list(w, sub, shown(workspace, comps...))
+	return list(w, sub, shown(at, comps...))
 }
 
 // list answers with the Listing of d, named name: folders first, then
@@ -141,7 +149,7 @@ func serve(w http.ResponseWriter, r *http.Request, f *os.File, name string) erro
 	if err != nil {
 		return fmt.Errorf("files: %w", err)
 	}
-	inline := r.URL.Query().Get("inline") == "1" && inlineSafe(ctype)
+	inline := r.URL.Query().Get("inline") == "1" && (inlineSafe(ctype) || framedHTML(r, ctype))
 	hdr := w.Header()
 	hdr.Set("Content-Type", ctype)
 	hdr.Set("X-Content-Type-Options", "nosniff")
@@ -185,6 +193,21 @@ func inlineSafe(ctype string) bool {
 		return mt != "image/svg+xml" && !strings.HasSuffix(mt, "+xml")
 	}
 	return false
+}
+
+// framedHTML reports whether ctype is HTML that the browser is loading
+// into a frame (Sec-Fetch-Dest, which pages cannot set), where the
+// sandboxing Content-Security-Policy that serve sends with it gives it
+// an origin of its own and runs none of its scripts: a preview. Opened
+// as a page of its own, it is still an attachment, as it is for a
+// browser too old to say where it loads it.
+func framedHTML(r *http.Request, ctype string) bool {
+	mt, _, err := mime.ParseMediaType(ctype)
+	if err != nil || mt != "text/html" {
+		return false
+	}
+	dest := r.Header.Get("Sec-Fetch-Dest")
+	return dest == "iframe" || dest == "frame"
 }
 
 // disposition is the Content-Disposition for the file name.

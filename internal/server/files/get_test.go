@@ -309,3 +309,24 @@ func TestGetOffload(t *testing.T) {
 		t.Errorf("a planted link: %d %s", resp.StatusCode, resp.body)
 	}
 }
+
+// TestDownloadFramedHTML: HTML asked for inline is inline only when the
+// browser loads it into a frame, and then sandboxed: no script of it
+// runs, and it has no origin of den's.
+func TestDownloadFramedHTML(t *testing.T) {
+	e := newEnv(t)
+	writeFile(t, filepath.Join(e.ws, "page.html"), "<script>parent.document.title='pwned'</script>")
+	for dest, want := range map[string]string{"iframe": "inline", "frame": "inline", "document": "attachment", "": "attachment", "image": "attachment"} {
+		var hdr []string
+		if dest != "" {
+			hdr = []string{"Sec-Fetch-Dest", dest}
+		}
+		resp := e.do(t, "GET", "s1/files/page.html?inline=1", nil, hdr...)
+		if got := resp.Header.Get("Content-Disposition"); got != want+"; filename=page.html" {
+			t.Errorf("Sec-Fetch-Dest %q: Content-Disposition %q, want %s", dest, got, want)
+		}
+		if csp := resp.Header.Get("Content-Security-Policy"); !strings.HasPrefix(csp, "sandbox;") || strings.Contains(csp, "allow-") {
+			t.Errorf("Sec-Fetch-Dest %q: Content-Security-Policy %q, want a sandbox that allows nothing", dest, csp)
+		}
+	}
+}

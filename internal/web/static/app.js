@@ -6,7 +6,7 @@ import { h, render as mount, Component } from "preact";
 import { useEffect, useLayoutEffect, useMemo, useRef, useState, useCallback } from "preact/hooks";
 import htm from "htm";
 import { api, follow, ApiError } from "/app/api.js";
-import { render as markdown, highlight, linkPaths } from "/app/markdown.js";
+import { render as markdown, highlight, linkPaths, resources } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { Settings } from "/app/settings.js";
@@ -731,7 +731,7 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
   return html`
     <div class="msg assistant" data-id=${m.id}>
       ${m.parts.map((p, i) => {
-        if (p.type === "text") return html`<${Markdown} key=${i} text=${p.text} />`;
+        if (p.type === "text") return html`<${Markdown} key=${i} text=${p.text} session=${session} />`;
         if (p.type === "thinking") return html`<${Thinking} key=${i} text=${p.text} />`;
         if (p.type === "tool_call") return html`<${ToolCard} key=${p.id} call=${p} result=${results.get(p.id)} live=${calls && calls.get(p.id)} session=${session} />`;
         if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
@@ -800,8 +800,9 @@ function Versions({ m, session, act }) {
 }
 
 // Markdown renders text; while it streams it is rendered at most once a
-// frame.
-function Markdown({ text }) {
+// frame. With a session (a message that is whole), the files its den://
+// URLs name are linked and previewed.
+function Markdown({ text, session }) {
   const el = useRef(null);
   const [shown, setShown] = useState(text);
   useEffect(() => {
@@ -813,8 +814,9 @@ function Markdown({ text }) {
   useLayoutEffect(() => {
     if (!el.current) return;
     linkPaths(el.current);
+    resources(el.current, session);
     highlight(el.current);
-  }, [out]);
+  }, [out, session]);
   return html`<div class="md" ref=${el} dangerouslySetInnerHTML=${{ __html: out }}></div>`;
 }
 

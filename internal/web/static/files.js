@@ -31,8 +31,14 @@ async function request(method, url, body) {
   return resp;
 }
 
+// folderOf is the folder the panel opens on for start, a path below
+// /workspace: its folder when it names a file (a name with a dot).
+function folderOf(start) {
+  return start.includes(".") ? start.split("/").slice(0, -1).join("/") : start;
+}
+
 export function Files({ id, onError, start }) {
-  const [path, setPath] = useState(start || "");
+  const [path, setPath] = useState(folderOf(start || ""));
   const [listing, setListing] = useState(null);
   const [preview, setPreview] = useState(null);
   const [busy, setBusy] = useState(false);
@@ -50,7 +56,7 @@ export function Files({ id, onError, start }) {
   }, [id, path]);
   useEffect(() => {
     if (start !== undefined) {
-      const dir = start.includes(".") ? start.split("/").slice(0, -1).join("/") : start;
+      const dir = folderOf(start);
       setPath(dir);
       if (dir !== start) show(start);
     }
