@@ -244,15 +244,10 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 // wrong, not den.
 var ErrBadOptions = errors.New("bad options")
 
-// memoryPrompt is the memory's part of the system prompt, after
-// bringing its index up to date; a memory den cannot read is said so,
-// not fatal.
+// memoryPrompt is the memory's part of the system prompt; a memory den
+// cannot read is said so, not fatal. (The search index is brought up
+// to date when it is searched, not on every turn.)
 func (r *Runtime) memoryPrompt(ctx context.Context, b *memory.Book, sessionID string, now time.Time, window int) string {
-	if skipped, err := b.Sync(ctx); err != nil {
-		r.emit(sessionID, &agent.WarningEvent{Message: "memory not indexed: " + err.Error()})
-	} else if len(skipped) > 0 {
-		r.emit(sessionID, &agent.WarningEvent{Message: fmt.Sprintf("memory: left out %v (a link, not a file, or over %d bytes)", skipped, memory.MaxFile)})
-	}
 	p, err := b.Prompt(now, memory.PromptBudget(window))
 	if err != nil {
 		r.emit(sessionID, &agent.WarningEvent{Message: "memory not read: " + err.Error()})
