@@ -238,17 +238,9 @@ func (c *Catalog) MarkUsed(name string, now time.Time) error {
 
 // current reads the skill name's files in the skills folder now.
 func (c *Catalog) current(name string) ([]File, error) {
-	d, err := c.openSkills()
+	sub, err := c.openSkill(name)
 	if err != nil {
 		return nil, err
-	}
-	if d == nil {
-		return nil, fmt.Errorf("skill: %s/%s %w", GuestDir, name, ErrNotFound)
-	}
-	defer d.Close()
-	sub, err := d.Sub(name)
-	if err != nil {
-		return nil, fmt.Errorf("skill: %w", err)
 	}
 	defer sub.Close()
 	files, err := readTree(sub, c.lim)
@@ -482,17 +474,9 @@ func (c *Catalog) Files(name string) ([]FileInfo, error) {
 	if err := ValidName(name); err != nil {
 		return nil, fmt.Errorf("skill: %w", err)
 	}
-	d, err := c.openSkills()
+	sub, err := c.openSkill(name)
 	if err != nil {
 		return nil, err
-	}
-	if d == nil {
-		return nil, fmt.Errorf("skill: %s/%s %w", GuestDir, name, ErrNotFound)
-	}
-	defer d.Close()
-	sub, err := d.Sub(name)
-	if err != nil {
-		return nil, fmt.Errorf("skill: %w", err)
 	}
 	defer sub.Close()
 	nodes, err := walk(sub, c.lim, nil)
@@ -506,4 +490,21 @@ func (c *Catalog) Files(name string) ([]FileInfo, error) {
 		}
 	}
 	return out, nil
+}
+
+// openSkill opens the folder of the skill name in the skills folder.
+func (c *Catalog) openSkill(name string) (*hostfs.Dir, error) {
+	d, err := c.openSkills()
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, fmt.Errorf("skill: %s/%s %w", GuestDir, name, ErrNotFound)
+	}
+	defer d.Close()
+	sub, err := d.Sub(name)
+	if err != nil {
+		return nil, fmt.Errorf("skill: %w", err)
+	}
+	return sub, nil
 }
