@@ -289,7 +289,9 @@ type lifeTransport struct {
 	ctx context.Context
 }
 
-func (t *lifeTransport) Connect(context.Context) (mcp.Connection, error) { return t.Transport.Connect(t.ctx) }
+func (t *lifeTransport) Connect(context.Context) (mcp.Connection, error) {
+	return t.Transport.Connect(t.ctx)
+}
 
 // explain says why a stdio server could not be initialized, from how
 // its program ended and what it wrote.

@@ -54,7 +54,9 @@ func ModelNames(refs []ToolRef) map[ToolRef]string {
 			rest = append(rest, r)
 		}
 	}
-	slices.SortFunc(rest, func(a, b ToolRef) int { return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Tool, b.Tool)) })
+	slices.SortFunc(rest, func(a, b ToolRef) int {
+		return cmp.Or(strings.Compare(a.Server, b.Server), strings.Compare(a.Tool, b.Tool))
+	})
 	for _, r := range rest {
 		sum := sha256.Sum256([]byte(r.Server + "\x00" + r.Tool))
 		h := hex.EncodeToString(sum[:])
