@@ -269,7 +269,7 @@ func TestGateDecides(t *testing.T) {
 	for _, e := range g.audit(t) {
 		log = append(log, e.Decision+"/"+e.DecidedBy+" "+strings.Join(e.Args, " "))
 	}
-	want := []string{`allow/policy {"text":"a"}`, `allow/user {"text":"b"}`, `deny/user {"text":"c"}`, `deny/policy {}`}
+	want := []string{`allow/policy call h/echo {"text":"a"}`, `allow/user call h/write_note {"text":"b"}`, `deny/user call h/write_note {"text":"c"}`, `deny/policy call h/env {}`}
 	if strings.Join(log, "\n") != strings.Join(want, "\n") {
 		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(log, "\n"), strings.Join(want, "\n"))
 	}

@@ -186,7 +186,7 @@ func TestMCPGate(t *testing.T) {
 	for _, e := range audit {
 		rows = append(rows, fmt.Sprintf("%s %s %s %s/%s", e.Command, e.Action, strings.Join(e.Args, " "), e.Decision, e.DecidedBy))
 	}
-	want := `mcp call {"text":"second"} deny/user` + "\n" + `mcp call {"text":"first"} allow/user`
+	want := `mcp call call h/write_note {"text":"second"} deny/user` + "\n" + `mcp call call h/write_note {"text":"first"} allow/user`
 	if strings.Join(rows, "\n") != want {
 		t.Errorf("audit:\n%s\nwant:\n%s", strings.Join(rows, "\n"), want)
 	}
