@@ -379,7 +379,7 @@ func (s *Set) check(ctx context.Context, srv *Server, tool string, readOnly bool
 	d := srv.Decide(s.o.Policy, tool, readOnly)
 	req := permission.Request{Session: s.o.Session, Command: permission.MCP, Action: "call", Subject: srv.Name + "/" + tool,
 		Detail: fmt.Sprintf("the tool %s of the MCP server %s (%s)", tool, srv.Name, placeWords(srv)),
-		Args: []string{"call", srv.Name + "/" + tool, string(args)}}
+		Args:   []string{"call", srv.Name + "/" + tool, string(args)}}
 	pc, err := s.o.Gate.CheckWith(ctx, req, d)
 	if err != nil {
 		return nil, err
