@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"den.dev/den/internal/llm/llmtest"
 )
 
@@ -205,5 +207,32 @@ func TestMCPFilesystemOnHost(t *testing.T) {
 	}
 	if doc := d.Run("doctor"); !strings.Contains(doc.Stdout, "MCP files: HOST: runs node on this machine with your rights") {
 		t.Errorf("den doctor:\n%s", doc.Stdout)
+	}
+}
+
+// TestWebMCPPrompts: once a session has used the agent's MCP servers,
+// typing "/" in the composer suggests their prompts as /SERVER:PROMPT;
+// one picked and sent (with its argument) sends that prompt's text.
+func TestWebMCPPrompts(t *testing.T) {
+	mods := npmPackages(t)
+	p, fake := serveWith(t, "", llmtest.Turn{Text: "ok"}, llmtest.Turn{Text: "Sunny."})
+	mcpJSON := fmt.Sprintf(`{"mcpServers": {"everything": {"command": "node", "args": [%q], "host": true}}}`,
+		filepath.Join(mods, "@modelcontextprotocol/server-everything/dist/index.js"))
+	if err := os.WriteFile(filepath.Join(p.den.ConfigHome, "den", "mcp.json"), []byte(mcpJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := openBrowser(t, p, phoneScreen)
+	b.newChat()
+	b.send("hi")
+	b.waitText(".msg.assistant .md", "ok")
+	b.run(chromedp.SendKeys(chromedp.CSS(`#composer`), "/every"))
+	b.waitText(".suggestions", "/everything:args-prompt")
+	b.shot("mcp-prompt-suggestions")
+	b.run(chromedp.Click(chromedp.Search(`//ul[@class="suggestions"]//button[contains(., "/everything:args-prompt")]`)),
+		chromedp.SendKeys(chromedp.CSS(`#composer`), "city=Lisbon"),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Send"]`)))
+	b.waitText(".msg.assistant .md", "Sunny.")
+	if body := string(fake.Requests()[1].Body); !strings.Contains(body, "What's weather in Lisbon?") {
+		t.Errorf("the prompt did not reach the model: %.2000s", body)
 	}
 }
