@@ -82,7 +82,7 @@ func (r *Runtime) mcpOffer(ctx context.Context, e *engine, sessionID string, win
 	return &mcpTools{reg: reg}, offer.Prompt
 }
 
-// mcpPrefix marks a message that asks for an MCP server's prompt:
+// mcpPromptRef reads a message that asks for an MCP server's prompt:
 // "/SERVER:PROMPT [args]".
 func mcpPromptRef(text string) (server, name, rest string, ok bool) {
 	text = strings.TrimSpace(text)
@@ -137,6 +137,26 @@ func (r *Runtime) withMCPPrompt(ctx context.Context, sess store.Session, m Messa
 	}
 	r.emit(sess.ID, &agent.WarningEvent{Message: fmt.Sprintf("the prompt %s:%s was not used: %v", server, name, err)})
 	return m
+}
+
+// IsMCPPrompt reports whether text asks for a prompt of one of the
+// agent's MCP servers: "/SERVER:PROMPT …" (Send puts the prompt in
+// its place).
+func (r *Runtime) IsMCPPrompt(agentName, text string) bool {
+	server, _, _, ok := mcpPromptRef(text)
+	if !ok {
+		return false
+	}
+	f, err := mcpclient.Load(r.mcpPath())
+	if err != nil {
+		return false
+	}
+	for _, s := range f.For(agentName) {
+		if s.Name == server {
+			return true
+		}
+	}
+	return false
 }
 
 // liveMCP is the running session's servers, if it has them.

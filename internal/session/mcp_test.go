@@ -227,10 +227,46 @@ func TestMCPPrompt(t *testing.T) {
 	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "/t:greet name=Ada"}, TurnOptions{}))
 	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "/t:greet Bob"}, TurnOptions{}))
 	waitSent(t)(tr.Send(ctx, s.ID, Message{Text: "/nope:greet Bob"}, TurnOptions{}))
+	if !tr.IsMCPPrompt("default", "/t:greet Bob") || tr.IsMCPPrompt("default", "/nope:greet Bob") || tr.IsMCPPrompt("default", "/t") {
+		t.Error("IsMCPPrompt")
+	}
 	reqs := tr.fake.Requests()
 	for i, want := range []string{"Please greet Ada warmly.", "Please greet Bob warmly.", "/nope:greet Bob"} {
 		if got := requestText(t, reqs[i].Body); !strings.Contains(got, want) {
 			t.Errorf("message %d: %s, want %q", i, got, want)
 		}
+	}
+}
+
+// TestMCPFailuresTurnGoesOn: a server that prints garbage is left out
+// with a warning and a line in the system prompt; a server that crashes
+// in a call gives the model an error result, and its next call starts
+// it again: the turn goes on.
+func TestMCPFailuresTurnGoesOn(t *testing.T) {
+	tr := mcpRuntime(t, nil, `{"bad": {"command": "den-test-mcp", "args": ["garbage"], "startupTimeout": 2}, "ok": {"command": "den-test-mcp"}}`, nil,
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "mcp__ok__crash", Input: `{}`}}},
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_2", Name: "mcp__ok__echo", Input: `{"text":"again"}`}}},
+		llmtest.Turn{Text: "done"})
+	s := tr.session(t)
+	sub := tr.Subscribe(s.ID, 0, nil)
+	defer sub.Close()
+	waitSent(t)(tr.Send(context.Background(), s.ID, Message{Text: "go"}, TurnOptions{}))
+	reqs := tr.fake.Requests()
+	if system, tools := readRequest(t, reqs[0].Body); !strings.Contains(system, "- bad is unavailable right now: mcp: the server is unavailable: bad did not answer within 2s") ||
+		strings.Contains(strings.Join(tools, " "), "mcp__bad__") {
+		t.Errorf("the garbage server: tools %v\n%s", tools, system)
+	}
+	if got := requestText(t, reqs[1].Body); !strings.Contains(got, "ok broke off (the server ended (exit status 3))") || !strings.Contains(got, `"is_error":true`) {
+		t.Errorf("the crash: %s", got)
+	}
+	if got := requestText(t, reqs[2].Body); !strings.Contains(got, "echo: again") {
+		t.Errorf("after the crash: %s", got)
+	}
+	warned := false
+	for _, e := range collect(t, sub, "done", "") {
+		warned = warned || (e.Type == "warning" && strings.Contains(string(e.Data), "MCP server bad is unavailable"))
+	}
+	if !warned {
+		t.Error("no warning about the garbage server")
 	}
 }
