@@ -3,6 +3,10 @@ package mcpclient
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,6 +229,11 @@ func TestBrokenServers(t *testing.T) {
 		t.Errorf("the crash's result does not quote the server's log: %q", r)
 	}
 	echo()
+	// Each failure stopped the server, and each next call started it.
+	l := set.Log("ok")
+	if n := strings.Count(l, "[den] starting "); n != 5 || !strings.Contains(l, "[den] stopped: no answer within 2s") {
+		t.Errorf("%d starts; the log:\n%s", n, l)
+	}
 }
 
 // TestGateDecides: a call of a tool goes through the permission gate:
@@ -389,11 +398,25 @@ func TestResourcesAndPrompts(t *testing.T) {
 func TestHTTPAndSSE(t *testing.T) {
 	b := newBox(t)
 	httpURL, sseURL := listen(t, "http"), listen(t, "sse")
+	// A server that wants a key in a header: its value from den's
+	// environment.
+	target, _ := url.Parse(httpURL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	keyed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Api-Key") != "k-123" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer keyed.Close()
+	t.Setenv("DEN_TEST_KEY", "k-123")
 	set := NewSet(Options{Agent: "a", Session: "s1", DataDir: b.data, Gate: newGate(t, permission.Policy{}),
 		Servers: []*Server{
 			{Name: "web", Type: HTTP, URL: httpURL, Enabled: true},
 			{Name: "old", Type: SSE, URL: sseURL, Enabled: true},
 			{Name: "guess", Type: HTTP, URL: sseURL, Enabled: true, urlOnly: true},
+			{Name: "keyed", Type: HTTP, URL: keyed.URL, Headers: []KV{{"X-Api-Key", "${DEN_TEST_KEY}"}}, Enabled: true},
 		}})
 	defer set.Close()
 	offer := set.Offer(context.Background(), 0)
@@ -401,7 +424,7 @@ func TestHTTPAndSSE(t *testing.T) {
 		t.Fatalf("warnings %v", offer.Warnings)
 	}
 	reg := registry(t, offer)
-	for _, name := range []string{"web", "old", "guess"} {
+	for _, name := range []string{"web", "old", "guess", "keyed"} {
 		if r := call(t, reg, b.env, "mcp__"+name+"__echo", `{"text": "over the wire"}`); r.IsError || text(r) != "echo: over the wire" {
 			t.Errorf("%s: %q", name, text(r))
 		}
