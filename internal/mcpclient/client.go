@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -53,6 +52,7 @@ type clientEnv struct {
 	version  string
 	log      *slog.Logger
 	http     *http.Client
+	closing  context.Context // done once the set closes
 }
 
 // conn is one live connection.
@@ -103,6 +103,8 @@ func (c *client) session(ctx context.Context) (*conn, error) {
 	c.setState(Starting, nil)
 	dctx, cancel := context.WithTimeout(ctx, c.srv.StartTimeout())
 	defer cancel()
+	// The set's Close ends a start under way.
+	defer context.AfterFunc(c.env.closing, cancel)()
 	cn, err := c.connect(dctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -457,5 +459,3 @@ func (c *client) use(ctx context.Context, timeout time.Duration, f func(context.
 	c.setState(Failed, fmt.Errorf("%w: %s", ErrUnavailable, msg))
 	return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 }
-
-var _ io.Writer = (*serverLog)(nil)

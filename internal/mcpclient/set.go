@@ -65,6 +65,7 @@ type Set struct {
 	mu      sync.Mutex
 	known   map[string]*entry // what each server offers, as last seen
 	closed  bool
+	close   context.CancelFunc // ends starts under way
 }
 
 // NewSet makes the session's set; it starts nothing.
@@ -73,7 +74,9 @@ func NewSet(o Options) *Set {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Set{o: o, clients: map[string]*client{}, known: map[string]*entry{}}
-	s.env = &clientEnv{computer: o.Computer, pkg: o.PackageManager, version: o.Version, log: o.Log, http: o.HTTPClient}
+	closing, cancel := context.WithCancel(context.Background())
+	s.close = cancel
+	s.env = &clientEnv{computer: o.Computer, pkg: o.PackageManager, version: o.Version, log: o.Log, http: o.HTTPClient, closing: closing}
 	if o.DataDir != "" {
 		s.env.home = filepath.Join(o.DataDir, "mcp", "home")
 		s.env.tokens = &Tokens{Dir: TokenDir(o.DataDir)}
@@ -98,6 +101,7 @@ func (s *Set) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	s.close()
 	var wg sync.WaitGroup
 	for _, c := range s.clients {
 		wg.Go(c.close)

@@ -433,3 +433,37 @@ func TestHTTPAndSSE(t *testing.T) {
 		t.Errorf("prompt:\n%s", offer.Prompt)
 	}
 }
+
+// TestCloseStopsAStart: closing the set ends a server's start under way
+// (a session that ends does not wait for a server that never answers).
+func TestCloseStopsAStart(t *testing.T) {
+	b := newBox(t)
+	srv := server("hang", false, "den-test-mcp", "hang")
+	srv.StartupTimeout = time.Hour
+	set := NewSet(Options{Agent: "a", Session: "s1", Computer: b.start, DataDir: b.data, Servers: []*Server{srv}})
+	started := make(chan error, 1)
+	go func() {
+		_, err := set.Tools(context.Background(), "hang")
+		started <- err
+	}()
+	for i := 0; !strings.Contains(set.Log("hang"), "[den] starting"); i++ {
+		if i == 3000 {
+			t.Fatal("the server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	closed := make(chan struct{})
+	go func() {
+		set.Close()
+		close(closed)
+	}()
+	select {
+	case err := <-started:
+		if err == nil {
+			t.Error("the start succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close left the start running")
+	}
+	<-closed
+}

@@ -18,6 +18,14 @@ import (
 	"den.dev/den/internal/store"
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if mcpServerBin != "" {
+		os.RemoveAll(filepath.Dir(mcpServerBin))
+	}
+	os.Exit(code)
+}
+
 var (
 	mcpServerOnce sync.Once
 	mcpServerBin  string
@@ -43,7 +51,6 @@ func mcpTestServer(t testing.TB) string {
 	if mcpServerErr != nil {
 		t.Fatalf("build the test MCP server: %v\n%s", mcpServerErr, mcpServerOut)
 	}
-	t.Cleanup(func() {}) // the binary is shared; the OS's temp cleaner takes it
 	return mcpServerBin
 }
 
