@@ -114,6 +114,12 @@ func (c *client) session(ctx context.Context) (*conn, error) {
 		c.log.note("start failed: " + err.Error())
 		return nil, err
 	}
+	if c.env.closing.Err() != nil {
+		// The set closed while this started: nothing would stop it.
+		cn.close()
+		c.setState(Idle, nil)
+		return nil, fmt.Errorf("%w: the session's servers are stopped", ErrUnavailable)
+	}
 	c.mu.Lock()
 	c.cur, c.state, c.err, c.stale = cn, Ready, nil, false
 	c.mu.Unlock()
