@@ -120,7 +120,8 @@ it first listed them). AUTH says whether den holds an OAuth token for it.`,
 				s := st.Server
 				out = append(out, serverJSON{Name: s.Name, Type: s.Type, Where: s.Where(), Host: s.Type == mcpclient.Stdio && s.Host, Enabled: s.Enabled,
 					Agents: nonNilStrings(s.Agents), Tools: st.Tools, Token: s.Type != mcpclient.Stdio && tokens.Has(s),
-					Command: strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " ")), URL: s.URL})
+					// Arguments shaped like secrets are not printed.
+					Command: strings.TrimSpace(s.Command + " " + strings.Join(permission.Redact(s.Args), " ")), URL: s.URL})
 			}
 			if asJSON {
 				if out == nil {
