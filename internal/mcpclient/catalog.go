@@ -2,9 +2,7 @@ package mcpclient
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
 	"time"
 
@@ -57,17 +55,6 @@ func (c *catalog) put(s *Server, e *entry) error {
 	}
 	if err := privfile.Replace(c.path(s.Name), data); err != nil {
 		return fmt.Errorf("mcp: remember the tools of %s: %w", s.Name, err)
-	}
-	return nil
-}
-
-// forget drops what den knew of the server.
-func (c *catalog) forget(server string) error {
-	if c == nil || c.dir == "" {
-		return nil
-	}
-	if err := privfile.Replace(c.path(server), []byte("{}")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
 	return nil
 }
