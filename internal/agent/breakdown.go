@@ -9,7 +9,7 @@ import (
 
 // Section is a named part of the system prompt, for the breakdown of a
 // request: "system" (den's own prompt and the user's instructions),
-// "skills", "memory", "context_files".
+// "skills", "memory", "context_files", "mcp".
 type Section struct {
 	Name string
 	Text string

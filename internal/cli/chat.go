@@ -31,6 +31,8 @@ const chatHelp = `Type a message and press Enter. Ctrl-C stops the agent's curre
   /compact          summarize the older part of the conversation now
   /memory [on|off]  turn the agent's memory on or off for this session
   /SKILL [message]  send the message with that skill's instructions (den skills list)
+  /SERVER:PROMPT [name=value ...]
+                    send an MCP server's prompt (den mcp list; docs/mcp.md)
   /help             this text
   /exit             quit
 `
@@ -291,8 +293,8 @@ func chat(ctx context.Context, g *globals, f *runFlags) error {
 				fmt.Fprintln(g.stdout, "error:", err)
 			}
 			continue
-		case strings.HasPrefix(line, "/") && !isSkill(ctx, rt, sess, line):
-			fmt.Fprintln(g.stdout, "unknown command; /help lists them (den skills list, the skills)")
+		case strings.HasPrefix(line, "/") && !isSkill(ctx, rt, sess, line) && !rt.IsMCPPrompt(sess.Agent, line):
+			fmt.Fprintln(g.stdout, "unknown command; /help lists them (den skills list, the skills; den mcp list, the MCP servers)")
 			continue
 		}
 		turnCtx, cancel := context.WithCancel(ctx)

@@ -16,6 +16,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/netns"
@@ -45,7 +46,9 @@ func doctorCmd(g *globals) *cobra.Command {
 		Short: "Report the isolation in force and every check behind it",
 		Long: `Report the sandbox backend and the isolation tier in force, and every check
 behind them: bwrap and its version, user namespaces, seccomp, cgroups,
-the agent's rootfs, free disk, and a real start of the agent's computer.
+the agent's rootfs, free disk, and a real start of the agent's computer;
+and the agent's MCP servers, marking those that run on the host with your
+rights (den mcp test starts one).
 Exits 1 when den cannot run commands.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,6 +80,9 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 		return finish(r)
 	}
 	add(sandbox.Check{Name: "config", OK: true, Detail: orDefault(cfg.Path(), "no config file (defaults)")})
+	for _, c := range mcpChecks(g, agent) {
+		add(c)
+	}
 	dataDir := DataDir(g.dataDir)
 	add(diskCheck(dataDir))
 
@@ -340,4 +346,61 @@ func printReport(g *globals, r report) {
 	if r.Tier == sandbox.TierNone {
 		fmt.Fprintln(w, "\nWARNING: the proot backend gives NO isolation: commands run with your own rights on this host.")
 	}
+}
+
+// mcpChecks report the agent's MCP servers: where each runs (a host
+// server runs with the user's rights, and is marked so), whether a
+// host server's command is there and a remote one has its token. None
+// is fatal: den runs commands whatever its MCP servers do.
+func mcpChecks(g *globals, agent string) []sandbox.Check {
+	f, err := g.mcpFile()
+	if err != nil {
+		return []sandbox.Check{{Name: "MCP servers", Detail: err.Error(), Fix: "fix " + g.mcpPath() + " (den mcp list names the problem)"}}
+	}
+	servers := f.For(agent)
+	out := []sandbox.Check{{Name: "MCP servers", OK: true, Detail: fmt.Sprintf("%d of %d in %s for agent %s", len(servers), len(f.Servers), g.mcpPath(), agent)}}
+	for _, w := range f.Warnings {
+		out = append(out, sandbox.Check{Name: "MCP servers", Detail: w, Fix: "see docs/mcp.md for the keys den reads"})
+	}
+	tokens := &mcpclient.Tokens{Dir: mcpclient.TokenDir(DataDir(g.dataDir))}
+	for _, s := range servers {
+		c := sandbox.Check{Name: "MCP " + s.Name, OK: true}
+		switch {
+		case s.Type == mcpclient.Stdio && s.Host:
+			c.Detail = "HOST: runs " + s.Command + " on this machine with your rights (clean environment: PATH, HOME and its env only)"
+			if !strings.Contains(s.Command, "/") && !strings.Contains(s.Command, "${") {
+				if _, err := lookHostPath(s.Command); err != nil {
+					c.OK, c.Fix = false, fmt.Sprintf("install %s in %s, or give its full path in mcp.json", s.Command, mcpclient.HostPath)
+					c.Detail += ": not found"
+				}
+			}
+		case s.Type == mcpclient.Stdio:
+			c.Detail = "runs " + s.Command + " inside the agent's computer (den mcp test " + s.Name + " checks it is installed there)"
+		default:
+			c.Detail = "reached at " + s.URL + " (" + s.Type + ")"
+			if tokens.Has(s) {
+				exp, renews := tokens.Expiry(s)
+				c.Detail += ", with an OAuth token"
+				if renews {
+					c.Detail += " (renewed when it expires)"
+				} else if !exp.IsZero() && time.Now().After(exp) {
+					c.OK, c.Fix = false, "den mcp login "+s.Name
+					c.Detail += " that has expired"
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// lookHostPath finds a host server's command as its PATH would.
+func lookHostPath(command string) (string, error) {
+	for _, dir := range filepath.SplitList(mcpclient.HostPath) {
+		p := filepath.Join(dir, command)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", exec.ErrNotFound
 }

@@ -236,7 +236,7 @@ func openRuntime(ctx context.Context, g *globals, f *runFlags, faces session.Fac
 			cf.agent = agentName
 			return cf.open(ctx, g)
 		},
-		Ask: faces.Ask, Prompt: faces.Prompt,
+		Ask: faces.Ask, Prompt: faces.Prompt, Version: Version,
 	})
 	if err != nil {
 		st.Close()

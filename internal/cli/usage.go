@@ -161,7 +161,7 @@ func clip(s string, n int) string {
 }
 
 // breakdownOrder is the order the parts of a request are shown in.
-var breakdownOrder = []string{"system", "skills", "memory", "context_files", "tools", "history", "attachments"}
+var breakdownOrder = []string{"system", "skills", "memory", "context_files", "mcp", "tools", "history", "attachments"}
 
 // printBreakdown prints what a session's requests were made of: every
 // request's input tokens (uncached, cache reads and writes) summed by

@@ -140,7 +140,7 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.rt, err = session.New(session.Options{Store: d.st, DataDir: o.DataDir, Config: cfg, Computer: o.Computer,
-		Holder: "den serve", IdleStop: idle, Watch: true, Devices: true, Log: o.Log})
+		Holder: "den serve", IdleStop: idle, Watch: true, Devices: true, Version: o.Version, Log: o.Log})
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,10 @@ var allowed = map[string][]string{
 	// den:// URLs name the computer's folders and know nothing else, so
 	// that the tools, the server and the faces can all use them.
 	"resource": {"resource", "sandbox"},
+	// The MCP client knows den's tools, the permission gate and how a
+	// program starts in a sandbox, and nothing of sessions, computers
+	// or the faces: the session wires it.
+	"mcpclient": {"mcpclient", "llm", "agent/ctxwin", "tool", "permission", "store", "sandbox", "cmdscan", "resource", "privfile"},
 }
 
 func TestBoundaries(t *testing.T) {

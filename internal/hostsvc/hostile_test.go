@@ -60,6 +60,19 @@ func TestHostileArguments(t *testing.T) {
 		{"den-speak", []string{"--browser", "--lang", "de", "--lang", "en", "hi"}},
 		{"den-speak", []string{"--browser", "--voice", "x\x1b[2K", "hi"}},
 		{"den-speak", []string{"--browser", big}},
+		{"den-mcp", []string{"frobnicate"}},
+		{"den-mcp", []string{"list", "extra"}},
+		{"den-mcp", []string{"tools"}},
+		{"den-mcp", []string{"tools", "../x"}},
+		{"den-mcp", []string{"call", "t"}},
+		{"den-mcp", []string{"call", "t", "a b"}},
+		{"den-mcp", []string{"call", "t", "echo[2K"}},
+		{"den-mcp", []string{"call", "t", "echo", "[1]"}},
+		{"den-mcp", []string{"call", "t", "echo", "{} {}"}},
+		{"den-mcp", []string{"call", "t", "echo", "{", "extra"}},
+		{"den-mcp", []string{"call", "t", "echo", "{\"a\": \"\xff\"}"}},
+		{"den-mcp", []string{"read", "t", "x\x1b[2K"}},
+		{"den-mcp", []string{"read", "t", ""}},
 	}
 	ran := false
 	s := &Service{
@@ -69,6 +82,7 @@ func TestHostileArguments(t *testing.T) {
 		Attachments: t.TempDir(),
 		LookPath:    func(n string) (string, error) { return "/bin/true", nil },
 		Device:      func(context.Context, string, string, any) (json.RawMessage, error) { ran = true; return nil, nil },
+		MCP:         &fakeMCP{ran: &ran},
 	}
 	t.Setenv("DISPLAY", ":0")
 	for _, tt := range tests {
@@ -332,5 +346,60 @@ func TestFileArgumentsHostile(t *testing.T) {
 	os.Chown(filepath.Join(ws, "ok.txt"), 4321, 4321)
 	if r := run(t, s, "den-model", []string{"run", "--model", "m/x", "--prompt-file", "ok.txt"}, ""); r.Code != "" || m.got.Prompt != "a fine prompt" {
 		t.Errorf("a plain file: %+v", r)
+	}
+}
+
+// fakeMCP records that something ran.
+type fakeMCP struct {
+	ran  *bool
+	args json.RawMessage
+}
+
+func (f *fakeMCP) Servers() []MCPServer { *f.ran = true; return nil }
+func (f *fakeMCP) Tools(context.Context, string) ([]MCPTool, error) {
+	*f.ran = true
+	return nil, nil
+}
+func (f *fakeMCP) Call(_ context.Context, server, tool string, args json.RawMessage) (any, error) {
+	*f.ran, f.args = true, args
+	if server == "gone" {
+		return nil, &MCPError{Code: CodeNotAvailable, Message: "gone is unavailable"}
+	}
+	return map[string]string{"called": server + "/" + tool}, nil
+}
+func (f *fakeMCP) Resources(context.Context, string) (any, error) { *f.ran = true; return nil, nil }
+func (f *fakeMCP) Read(context.Context, string, string) (any, error) {
+	*f.ran = true
+	return nil, nil
+}
+func (f *fakeMCP) Prompts(context.Context, string) (any, error) { *f.ran = true; return nil, nil }
+
+// TestMCPCall: den-mcp call reads its arguments from the command line
+// or standard input, names its subject SERVER/TOOL for the gate, and
+// gives a failure the envelope's code.
+func TestMCPCall(t *testing.T) {
+	ran := false
+	f := &fakeMCP{ran: &ran}
+	s := &Service{MCP: f}
+	p, bad := parse(t, s, "den-mcp", []string{"call", "files", "read_file", `{"path": "/x"}`}, "")
+	if bad != nil || p.Action != "call" || p.Subject != "files/read_file" {
+		t.Fatalf("plan %+v %+v", p, bad)
+	}
+	if r := p.Run(context.Background()); r.Code != "" || string(f.args) != `{"path": "/x"}` {
+		t.Errorf("run: %+v, args %s", r, f.args)
+	}
+	p, bad = parse(t, s, "den-mcp", []string{"call", "files", "read_file"}, `{"path": "/from/stdin"}`)
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	if p.Run(context.Background()); string(f.args) != `{"path": "/from/stdin"}` {
+		t.Errorf("stdin args %s", f.args)
+	}
+	p, _ = parse(t, s, "den-mcp", []string{"call", "gone", "x"}, "")
+	if r := p.Run(context.Background()); r.Code != CodeNotAvailable || r.Message != "gone is unavailable" {
+		t.Errorf("failure: %+v", r)
+	}
+	if _, bad := parse(t, &Service{}, "den-mcp", []string{"list"}, ""); bad == nil || bad.Code != CodeNotAvailable {
+		t.Errorf("without servers: %+v", bad)
 	}
 }

@@ -1,7 +1,8 @@
 // Package hostsvc implements den's host commands: what a program inside
 // the agent's computer asks den to do on the host (open something in
 // the user's face, notify, ask the user, call a model, read other
-// sessions, read or change den's settings, use the clipboard, speak).
+// sessions, read or change den's settings, use the clipboard, speak,
+// use the MCP servers the user connected).
 // The transport, the JSON envelope and the permission gate are
 // elsewhere (hostcmd, permission).
 //
@@ -108,6 +109,9 @@ type Service struct {
 	// den-clipboard, den-speak --browser); nil where no web face can be
 	// connected (den run).
 	Device Device
+	// MCP is the session's MCP servers (den-mcp); nil where the face
+	// runs none.
+	MCP MCP
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -171,6 +175,9 @@ func Commands() []Command {
 			Parse: (*Service).parseSpeak},
 		{Name: "den-camera", Usage: "den-camera [--prompt TEXT] [--timeout 2m]\n  Ask the user to take a photo with their phone (den open in its browser); the photo is saved to /den/attachments and its path printed.",
 			Parse: (*Service).parseCamera},
+		{Name: "den-mcp", Usage: "den-mcp list | tools SERVER | call SERVER TOOL [JSON] | resources SERVER | read SERVER URI | prompts SERVER\n" +
+			"  The MCP servers the user connected: list them, list a server's tools, call a tool (its arguments as one JSON object, or on standard input; decided as your own call of that tool is), list or read its resources, list its prompts.",
+			Parse: (*Service).parseMCP},
 	}
 }
 

@@ -20,6 +20,15 @@
 // user's overrides win, and commands the table does not know ask
 // (except under full).
 //
+// The tools of MCP servers are decided as command "mcp", action
+// "call", subject "SERVER/TOOL": the server's own permissions in
+// mcp.json first (package mcpclient), then Policy.DecideMCP (overrides
+// "mcp call" or "mcp", then the defaults by trust level, where the
+// server runs and whether the tool says it only reads), through
+// Gate.CheckWith. den-mcp itself (list, tools, resources, prompts) is
+// allowed; den-mcp read of a resource asks under restricted; den-mcp
+// call is decided as the tool's own call is.
+//
 // # Asking
 //
 // When the policy says ask, an earlier answer may settle it: one given

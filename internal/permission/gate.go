@@ -166,8 +166,26 @@ type Call struct {
 // canceled): the call must not run, and Check has already recorded it
 // in the audit log.
 func (g *Gate) Check(ctx context.Context, r Request) (*Call, error) {
+	return g.check(ctx, r, g.policy.DecideFor(r.Command, r.Action, r.Subject))
+}
+
+// CheckWith is Check for a call that den's configuration decides
+// outside the agent's Policy (an MCP tool's call: its server's
+// permissions, then Policy.DecideMCP): d takes the policy's place.
+// Earlier answers, asking and the audit work as in Check; d comes from
+// den, never from the computer.
+func (g *Gate) CheckWith(ctx context.Context, r Request, d Decision) (*Call, error) {
+	switch d {
+	case Allow, Ask, Deny:
+	default:
+		d = Ask
+	}
+	return g.check(ctx, r, d)
+}
+
+func (g *Gate) check(ctx context.Context, r Request, d Decision) (*Call, error) {
 	c := &Call{Request: r, gate: g, args: Redact(r.Args), arrived: time.Now()}
-	c.Decision, c.By = g.policy.DecideFor(r.Command, r.Action, r.Subject), ByPolicy
+	c.Decision, c.By = d, ByPolicy
 	err := g.recall(ctx, c)
 	if err == nil && c.Decision == Ask {
 		err = g.ask(ctx, c)

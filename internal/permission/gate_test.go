@@ -457,3 +457,44 @@ func TestAnswersCoverTheirSubject(t *testing.T) {
 		t.Errorf("a rule for gpt-5-mini allowed gpt-5: %+v", c)
 	}
 }
+
+// TestCheckWith: a decision den gives from outside the policy (an MCP
+// tool's) takes the policy's place: allow and deny stand, an ask is
+// asked and its answer remembered for its subject as any other; and a
+// value that is no decision asks.
+func TestCheckWith(t *testing.T) {
+	ctx := context.Background()
+	st, _ := openStore(t)
+	asked := 0
+	g := New(st, "a", Policy{Trust: Full}, Options{Prompt: func(ctx context.Context, r *ApprovalRequest) (Answer, error) {
+		asked++
+		return Answer{Approve: true, Scope: Session}, nil
+	}})
+	call := Request{Session: "s1", Command: MCP, Action: "call", Subject: "fs/write_file", Args: []string{`{"path":"x"}`}}
+	for _, tt := range []struct {
+		d    Decision
+		want Decision
+		by   By
+	}{{Deny, Deny, ByPolicy}, {Allow, Allow, ByPolicy}, {Ask, Allow, ByUser}, {Ask, Allow, BySession}, {"maybe", Allow, BySession}} {
+		c, err := g.CheckWith(ctx, call, tt.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Finish(ctx, 0)
+		if c.Decision != tt.want || c.By != tt.by {
+			t.Errorf("CheckWith %q: %s by %s, want %s by %s", tt.d, c.Decision, c.By, tt.want, tt.by)
+		}
+	}
+	if asked != 1 {
+		t.Errorf("asked %d times, want 1", asked)
+	}
+	other := call
+	other.Subject = "fs/delete_file"
+	if c, _ := g.CheckWith(ctx, other, Ask); c.By != ByUser || asked != 2 {
+		t.Errorf("another tool was not asked: %+v", c)
+	}
+	audit, _ := st.ListAudit(ctx, store.AuditFilter{Agent: "a"}, 0)
+	if len(audit) != 5 || audit[len(audit)-1].Command != MCP || audit[len(audit)-1].Decision != "deny" {
+		t.Errorf("audit %+v", audit)
+	}
+}

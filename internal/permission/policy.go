@@ -47,6 +47,11 @@ const (
 	CmdSpeak     = "den-speak"
 	CmdLocation  = "den-location"
 	CmdCamera    = "den-camera"
+	CmdMCP       = "den-mcp"
+	// MCP is the command under which the gate decides and audits the
+	// calls of MCP servers' tools: action "call", subject
+	// "SERVER/TOOL". DecideMCP gives its defaults.
+	MCP = "mcp"
 )
 
 // defaults are the decisions per trust level, keyed "command" or
@@ -71,6 +76,12 @@ var defaults = map[Trust]map[string]Decision{
 		CmdLocation: Ask,
 		// No photo is taken but by the user's own hand.
 		CmdCamera: Allow,
+		// Listing what the MCP servers offer reads their descriptions
+		// only; a call of a tool (den-mcp call) is then decided as the
+		// model's own call of that tool is (DecideMCP), so the
+		// command itself is allowed.
+		CmdMCP:           Allow,
+		CmdMCP + " read": Allow,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -88,6 +99,9 @@ var defaults = map[Trust]map[string]Decision{
 		CmdSpeak:                Allow,
 		CmdLocation:             Ask,
 		CmdCamera:               Ask,
+		CmdMCP:                  Allow,
+		// A resource may be the user's data.
+		CmdMCP + " read": Ask,
 	},
 }
 
@@ -200,4 +214,50 @@ func isWebURL(s string) bool {
 	}
 	scheme := strings.ToLower(u.Scheme)
 	return scheme == "http" || scheme == "https"
+}
+
+// MCPPlace is where an MCP server runs, for DecideMCP.
+type MCPPlace int
+
+// The places.
+const (
+	// MCPInComputer: a stdio server inside the agent's computer, which
+	// can do only what the computer can.
+	MCPInComputer MCPPlace = iota
+	// MCPOnHost: a stdio server on the host, with the user's rights.
+	MCPOnHost
+	// MCPRemote: a server reached over HTTP, acting with whatever
+	// credentials its configuration holds.
+	MCPRemote
+)
+
+// DecideMCP is the decision for a call of an MCP server's tool that the
+// server's own permissions (in mcp.json) leave open: an override for
+// "mcp call", else for "mcp", else the trust level's default:
+//   - full allows every call;
+//   - trusted allows every tool of a server in the computer (it can do
+//     only what the computer can, which the shell does unasked) and
+//     read-only tools (the tool's readOnlyHint) of any server, and asks
+//     for the other tools of host and remote servers;
+//   - restricted allows read-only tools of a server in the computer and
+//     asks for everything else.
+func (p Policy) DecideMCP(place MCPPlace, readOnly bool) Decision {
+	if d, ok := p.Overrides[key(MCP, "call")]; ok {
+		return d
+	}
+	if d, ok := p.Overrides[MCP]; ok {
+		return d
+	}
+	switch trust := p.Trust; {
+	case trust == Full:
+		return Allow
+	case trust == Restricted:
+		if place == MCPInComputer && readOnly {
+			return Allow
+		}
+		return Ask
+	case place == MCPInComputer || readOnly:
+		return Allow
+	}
+	return Ask
 }

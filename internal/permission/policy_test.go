@@ -32,6 +32,9 @@ func TestPolicyDefaults(t *testing.T) {
 		{CmdClipboard, "read", "", Ask, Ask},
 		{CmdClipboard, "write", "", Ask, Allow},
 		{CmdSpeak, "", "", Allow, Allow},
+		{CmdMCP, "list", "", Allow, Allow},
+		{CmdMCP, "call", "", Allow, Allow},
+		{CmdMCP, "read", "", Ask, Allow},
 		{"den-unknown", "", "", Ask, Ask},
 		{CmdSessions, "delete", "", Ask, Ask}, // an action the table does not know
 	}
@@ -114,5 +117,38 @@ func TestParsePolicy(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), b.want) {
 			t.Errorf("ParsePolicy(%q, %v, %v) = %v, want an error containing %q", b.trust, b.overrides, b.models, err, b.want)
 		}
+	}
+}
+
+// TestDecideMCP: the defaults for MCP tools by trust level, where the
+// server runs and whether the tool only reads; the user's "mcp call"
+// and "mcp" overrides win.
+func TestDecideMCP(t *testing.T) {
+	tests := []struct {
+		place                     MCPPlace
+		readOnly                  bool
+		restricted, trusted, full Decision
+	}{
+		{MCPInComputer, true, Allow, Allow, Allow},
+		{MCPInComputer, false, Ask, Allow, Allow},
+		{MCPOnHost, true, Ask, Allow, Allow},
+		{MCPOnHost, false, Ask, Ask, Allow},
+		{MCPRemote, true, Ask, Allow, Allow},
+		{MCPRemote, false, Ask, Ask, Allow},
+	}
+	for _, tt := range tests {
+		for trust, want := range map[Trust]Decision{Restricted: tt.restricted, Trusted: tt.trusted, Full: tt.full, "": tt.trusted} {
+			if got := (Policy{Trust: trust}).DecideMCP(tt.place, tt.readOnly); got != want {
+				t.Errorf("%q place %d read-only %v = %s, want %s", trust, tt.place, tt.readOnly, got, want)
+			}
+		}
+	}
+	p := Policy{Trust: Full, Overrides: map[string]Decision{"mcp": Deny}}
+	if got := p.DecideMCP(MCPInComputer, true); got != Deny {
+		t.Errorf("override mcp = deny under full: %s", got)
+	}
+	p.Overrides["mcp call"] = Ask
+	if got := p.DecideMCP(MCPInComputer, true); got != Ask {
+		t.Errorf("override mcp call wins over mcp: %s", got)
 	}
 }

@@ -129,3 +129,38 @@ func (a *testAPI) file() string {
 	}
 	return string(b)
 }
+
+// TestMCPRoute: GET /api/v1/mcp lists a session's MCP servers (mcp.json
+// beside the config file) without starting them; it needs a session
+// that exists.
+func TestMCPRoute(t *testing.T) {
+	a := newAPI(t, "# mcp.json is beside me\n", nil)
+	os.WriteFile(filepath.Join(filepath.Dir(a.configPath), "mcp.json"),
+		[]byte(`{"mcpServers": {"files": {"command": "mcp-server-filesystem", "host": true}, "web": {"type": "http", "url": "http://127.0.0.1:1/mcp"}, "off": {"command": "x", "enabled": false}}}`), 0o600)
+	ctx := context.Background()
+	a.st.EnsureAgent(ctx, "default")
+	sess, err := a.st.CreateSession(ctx, "default", "anthropic/claude-sonnet-5-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Session string
+		Servers []struct {
+			Name, Where, State string
+			Host               bool
+			Tools, Prompts     []any
+		}
+	}
+	a.call("GET", "/api/v1/mcp?session="+sess.ID, "", http.StatusOK, &got)
+	if got.Session != sess.ID || len(got.Servers) != 2 {
+		t.Fatalf("%+v", got)
+	}
+	if s := got.Servers[0]; s.Name != "files" || s.Where != "host" || !s.Host || s.State != "idle" || s.Tools == nil || s.Prompts == nil {
+		t.Errorf("files: %+v", s)
+	}
+	if s := got.Servers[1]; s.Name != "web" || s.Where != "http 127.0.0.1:1" || s.Host {
+		t.Errorf("web: %+v", s)
+	}
+	a.fails("GET", "/api/v1/mcp", "", http.StatusBadRequest, "bad_request")
+	a.fails("GET", "/api/v1/mcp?session=nosuch", "", http.StatusNotFound, "not_found")
+}

@@ -125,6 +125,7 @@ func (s *Server) Routes() []Route {
 		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
 		{"GET", "/api/v1/skills", false, s.listSkills},
+		{"GET", "/api/v1/mcp", false, s.listMCP},
 		{"GET", "/api/v1/models", false, s.listModels},
 		{"GET", "/api/v1/sessions", false, s.listSessions},
 		{"POST", "/api/v1/sessions", false, s.createSession},

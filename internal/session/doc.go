@@ -30,6 +30,18 @@
 // A session's computer is started on its first run and kept while the
 // session is used; Options.IdleStop stops it after that much idle time.
 //
+// # MCP servers
+//
+// A session's MCP servers (package mcpclient) come with its computer:
+// the servers' file (Options.MCP, else mcp.json beside the config
+// file) is read when the computer starts, nothing starts with it, each
+// server starts at its first use (stdio ones in the session's computer,
+// as processes of their own without host commands), and all stop when
+// the computer stops. Each turn offers their tools within the model's
+// context budget; "/SERVER:PROMPT" in a message is replaced by that
+// prompt when it is sent (beside "/SKILL"); den-mcp reaches the same
+// servers from the computer.
+//
 // # Recovery
 //
 // A watching runtime (the daemon) repairs, once a second, sessions a

@@ -13,6 +13,7 @@ import (
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
+	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/memory"
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/models/retry"
@@ -39,7 +40,8 @@ type engine struct {
 	book     *memory.Book    // the agent's memory
 	skills   *skill.Catalog  // the agent's skills
 	files    hostsvc.GuestFS // reads the computer's files as its root would
-	warned   map[string]bool // models whose unknown facts were told
+	warned   map[string]bool // models whose unknown facts were told, MCP warnings given
+	mcp      *mcpclient.Set  // the session's MCP servers, started at their first use
 }
 
 // start opens the session's computer and starts it.
@@ -59,11 +61,12 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	if r.o.Devices {
 		faces.Device = r.devices.Request
 	}
-	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces)
+	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces, hostMCP{e})
 	if err != nil {
 		return nil, err
 	}
 	e.gate, e.policy, e.stopHost = gate, policy, stop
+	e.mcp = r.mcpSet(comp, sess, o, gate, policy, string(e.info.PackageManager))
 	o.Host = host
 	e.opts = o
 	r.emit(sess.ID, &agent.SessionEvent{SessionID: sess.ID, Agent: sess.Agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
@@ -114,6 +117,9 @@ func (r *Runtime) memoryOn(ctx context.Context, sess store.Session) (bool, error
 }
 
 func (e *engine) close() {
+	if e.mcp != nil {
+		e.mcp.Close()
+	}
 	if e.box != nil {
 		e.box.Close()
 	}
@@ -192,6 +198,10 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	if ctxFiles := contextFiles(e.files, e.opts.Mounts); ctxFiles != "" {
 		sections = append(sections, agent.Section{Name: "context_files", Text: ctxFiles})
 	}
+	mcpTools, mcpPrompt := r.mcpOffer(ctx, e, sess.ID, targets[0].Info.ContextWindow)
+	if mcpPrompt != "" {
+		sections = append(sections, agent.Section{Name: "mcp", Text: mcpPrompt})
+	}
 	env := &tool.Env{Computer: e.box, Images: targets[0].Info.Images, Shell: e.box.Shell(), Session: sess.ID}
 	var onCompact func(ctx context.Context, summary string)
 	if remember {
@@ -205,7 +215,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		}
 	}
 	system := joinSections(sections)
-	tools := &registryTools{reg: e.reg, env: env, hidden: hiddenTools(remember), skills: e.skills,
+	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hiddenTools(remember), skills: e.skills,
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
 	id := sess.ID
 	return agent.Config{

@@ -33,8 +33,11 @@ type Faces struct {
 // HostCommands builds the host commands of one session: the gate with
 // the agent's policy around each command, served on the session's
 // socket by a broker of its own. stop releases them.
+//
+// mcp gives den-mcp the session's MCP servers; nil where the face runs
+// none (den-mcp then says they are not available).
 func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *computer.Computer, agentName, session string,
-	o computer.SessionOptions, faces Faces) (host *computer.HostCommands, gate *permission.Gate, policy permission.Policy, stop func(), err error) {
+	o computer.SessionOptions, faces Faces, mcp hostsvc.MCP) (host *computer.HostCommands, gate *permission.Gate, policy permission.Policy, stop func(), err error) {
 	ac := cfg.Agent(agentName)
 	policy, err = permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	if err != nil {
@@ -58,6 +61,7 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Config:      hostConfig{path: firstNonEmpty(cfg.Path(), config.DefaultPath())},
 		Attachments: filepath.Join(comp.SessionDir(session), "attachments"),
 		Device:      faces.Device,
+		MCP:         mcp,
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {

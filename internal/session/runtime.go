@@ -51,7 +51,13 @@ type Options struct {
 	// Prompt asks a person for an approval in the face that started the
 	// runtime, beside every other face (Answer); nil: only those.
 	Prompt func(ctx context.Context, r *permission.ApprovalRequest) (permission.Answer, error)
-	Log    *slog.Logger
+	// MCP is the MCP servers' file; "" for mcp.json beside the config
+	// file (see mcpclient). It is read when a session's computer
+	// starts.
+	MCP string
+	// Version is den's, told to MCP servers.
+	Version string
+	Log     *slog.Logger
 }
 
 // TurnOptions shape the runs a message starts.
@@ -223,6 +229,7 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 		return Sent{}, err
 	}
 	m = r.withSkill(ctx, sess.Agent, sessionID, m)
+	m = r.withMCPPrompt(ctx, sess, m)
 	done := make(chan Outcome, 1)
 	var lock *store.SessionLock
 	if !r.Running(sessionID) {

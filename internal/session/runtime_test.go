@@ -39,6 +39,14 @@ func newTestRuntime(t *testing.T, cfg *config.Config, turns ...llmtest.Turn) *te
 
 func newTestRuntimeTB(t testing.TB, cfg *config.Config, turns ...llmtest.Turn) *testRuntime {
 	t.Helper()
+	return newTestRuntimeWith(t, cfg, nil, turns...)
+}
+
+// newTestRuntimeWith is newTestRuntime with the options changed by tune
+// (nil: none) before the runtime starts. The MCP servers' file is
+// mcp.json in the data dir, none unless a test writes it.
+func newTestRuntimeWith(t testing.TB, cfg *config.Config, tune func(*Options), turns ...llmtest.Turn) *testRuntime {
+	t.Helper()
 	sandboxtest.Need(t, "bwrap", "bubblewrap")
 	sandboxtest.Need(t, "busybox", "busybox-static")
 	fake := llmtest.NewAnthropic(t, turns...)
@@ -60,7 +68,7 @@ func newTestRuntimeTB(t testing.TB, cfg *config.Config, turns ...llmtest.Turn) *
 	if cfg == nil {
 		cfg = &config.Config{}
 	}
-	rt, err := New(Options{Store: st, DataDir: dir, Config: cfg, Holder: "test",
+	o := Options{Store: st, DataDir: dir, Config: cfg, Holder: "test", MCP: filepath.Join(dir, "mcp.json"),
 		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
 			c, err := m.Computer(agent)
 			if err != nil {
@@ -70,7 +78,11 @@ func newTestRuntimeTB(t testing.TB, cfg *config.Config, turns ...llmtest.Turn) *
 				return nil, computer.SessionOptions{}, err
 			}
 			return c, computer.SessionOptions{}, nil
-		}})
+		}}
+	if tune != nil {
+		tune(&o)
+	}
+	rt, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

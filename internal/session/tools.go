@@ -21,6 +21,7 @@ import (
 // files in a read-write user mount.
 type registryTools struct {
 	reg        *tool.Registry
+	mcp        *mcpTools // the tools of the session's MCP servers this turn; nil without
 	env        *tool.Env
 	hidden     map[string]bool // tools the model does not see (memory, when off)
 	skills     *skill.Catalog  // told when the model reads a skill's SKILL.md
@@ -32,17 +33,32 @@ type registryTools struct {
 
 func (r *registryTools) Specs() []llm.Tool {
 	specs := r.reg.Specs()
-	if len(r.hidden) == 0 {
-		return specs
-	}
 	shown := specs[:0]
 	for _, s := range specs {
 		if !r.hidden[s.Name] {
 			shown = append(shown, s)
 		}
 	}
+	if r.mcp != nil {
+		shown = append(shown, r.mcp.reg.Specs()...)
+	}
 	return shown
 }
+
+// mcpTools are the tools of the session's MCP servers, in a registry
+// of their own: it validates their calls as den's own registry does.
+type mcpTools struct{ reg *tool.Registry }
+
+// has reports whether c calls one of them.
+func (m *mcpTools) has(c *llm.ToolCall) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.reg.Tool(c.Name)
+	return ok
+}
+
+func newToolRegistry(tools []tool.Tool) (*tool.Registry, error) { return tool.NewRegistry(tools...) }
 
 // Concurrent: reads, and shell commands that only read and leave the
 // shell as it was (each then gets a fresh process), may run beside the
@@ -52,6 +68,9 @@ func (r *registryTools) Concurrent(c *llm.ToolCall) bool {
 	if cmd, ok := shellCommand(c); ok {
 		class, err := cmdscan.Classify(cmd, "", r.mounts)
 		return err == nil && class.ReadOnly() && !cmdscan.ChangesShell(cmd)
+	}
+	if r.mcp.has(c) {
+		return r.mcp.reg.ReadOnly(*c)
 	}
 	return c.Name != "shell_execute" && r.reg.ReadOnly(*c)
 }
@@ -80,6 +99,11 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 }
 
 func (r *registryTools) call(ctx context.Context, env *tool.Env, c *llm.ToolCall, concurrent bool) (llm.ToolResult, *int) {
+	if r.mcp.has(c) {
+		// The gate and the audit are the MCP tool's own (mcpclient).
+		res, exit, _ := r.mcp.reg.Run(ctx, env, *c, concurrent)
+		return res, exit
+	}
 	if cmd, ok := shellCommand(c); ok && r.restricted && r.gate != nil {
 		class, _ := cmdscan.Classify(cmd, "", r.mounts)
 		if class.DestroysWritableMount() {

@@ -601,3 +601,35 @@ func BenchmarkFileRead1MB(b *testing.B) {
 }
 
 func itoa(i int) string { return json.Number(js(i)).String() }
+
+// TestCapped: a short text passes whole; a long one keeps its beginning
+// and end, and the whole of it is saved in /den/offloads, named in the
+// note; SaveFile writes exact bytes.
+func TestCapped(t *testing.T) {
+	c := start(t)
+	ctx := context.Background()
+	if got, err := tool.Capped(ctx, c.env, "mcp-x", "short"); err != nil || got != "short" {
+		t.Errorf("short text: %q %v", got, err)
+	}
+	var b strings.Builder
+	for i := range 20000 {
+		b.WriteString("row " + itoa(i) + "\n")
+	}
+	long := b.String()
+	got, err := tool.Capped(ctx, c.env, "mcp-x", long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len([]rune(got)); n > tool.ShellMaxChars+1000 || !strings.HasPrefix(got, "row 0\n") || !strings.Contains(got, "row 19999\n") || !strings.Contains(got, "/den/offloads/mcp-x-") {
+		t.Errorf("capped to %d characters: %q … %q", n, got[:40], got[len(got)-300:])
+	}
+	if full := offloadFile(t, c, got); string(full) != long {
+		t.Errorf("the offload holds %d bytes, want %d", len(full), len(long))
+	}
+	if problem, err := tool.SaveFile(ctx, c.env, "/workspace/a/b.bin", []byte{0, 1, 2}); problem != "" || err != nil {
+		t.Fatalf("SaveFile: %q %v", problem, err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(c.Workspace, "a", "b.bin")); !bytes.Equal(got, []byte{0, 1, 2}) {
+		t.Errorf("saved %v", got)
+	}
+}

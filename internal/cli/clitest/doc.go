@@ -10,6 +10,10 @@
 // bounded by a count of polls or a deadline that fails the test; no test
 // asserts how long something took.
 //
-// The tests need bubblewrap, busybox (busybox-static), proot and tar.
-// A missing tool fails the test when CI=true and skips it elsewhere.
+// The tests need bubblewrap, busybox (busybox-static), proot and tar;
+// the MCP tests also need Node.js and npm (nodejs, npm) and, as root,
+// debootstrap: they run the reference MCP servers, from npm packages
+// and a Debian computer with Node.js that the first run caches
+// (DEN_TEST_CACHE, else /var/cache/den-test as root). A missing tool
+// fails the test when CI=true and skips it elsewhere.
 package clitest

@@ -70,6 +70,11 @@ func pieces(s string) []string {
 // Vision (developers.openai.com/api/docs/guides/images-vision): a data:
 // URL image is base64 PNG, JPEG, WEBP or GIF.
 //
+// Function parameters, as the API refuses them (its errors, code
+// invalid_function_parameters, seen from clients of MCP servers whose
+// schemas break them): the schema's type is "object", and an array
+// schema anywhere in it has items ("array schema missing items").
+//
 // Not checked: that max_tokens is refused for reasoning models
 // (o-series, gpt-5; the reference says it "is not compatible with
 // o-series models"). den sends max_completion_tokens to OpenAI itself

@@ -136,6 +136,9 @@ func openAITools(v any) error {
 			if _, ok := asObject(p); !ok {
 				return badParam(fmt.Sprintf("tools[%d].function.parameters", i), "Invalid type for 'tools[%d].function.parameters': expected an object, but got %s instead.", i, kind(p))
 			}
+			if err := openAIParameters(name, p); err != nil {
+				return &openAIError{param: fmt.Sprintf("tools[%d].function.parameters", i), msg: err.Error(), code: "invalid_function_parameters"}
+			}
 		}
 	}
 	return nil
@@ -317,4 +320,47 @@ func openAIContent(at string, v any, user bool) error {
 		return badParam(at+".content", "Missing required parameter: '%s.content'.", at)
 	}
 	return badParam(at+".content", "Invalid type for '%s.content': expected a string or an array of content parts, but got %s instead.", at, kind(v))
+}
+
+// openAIParameters checks a function's parameters as OpenAI's APIs do
+// before a function is accepted (strict or not): the schema is an
+// object schema, and every array schema in it says its items. The
+// wording is the APIs'.
+func openAIParameters(name string, v any) error {
+	p, _ := asObject(v)
+	if t, _ := asString(p["type"]); t != "object" {
+		got := "None"
+		if t != "" {
+			got = t
+		}
+		return fmt.Errorf("Invalid schema for function '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.", name, got)
+	}
+	var walk func(s map[string]any, context []string) error
+	walk = func(s map[string]any, context []string) error {
+		if t, _ := asString(s["type"]); t == "array" && s["items"] == nil {
+			return fmt.Errorf("Invalid schema for function '%s': In context=(%s), array schema missing items.", name, quoteJoin(context))
+		}
+		if props, ok := asObject(s["properties"]); ok {
+			for k, sub := range props {
+				if o, ok := asObject(sub); ok {
+					if err := walk(o, append(context, "properties", k)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if items, ok := asObject(s["items"]); ok {
+			return walk(items, append(context, "items"))
+		}
+		return nil
+	}
+	return walk(p, nil)
+}
+
+func quoteJoin(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = "'" + s + "'"
+	}
+	return strings.Join(q, ", ")
 }

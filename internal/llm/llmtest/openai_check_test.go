@@ -63,6 +63,14 @@ func TestOpenAIRules(t *testing.T) {
 		}, want: "string does not match pattern"},
 		{name: "parameters not an object", edit: func(r map[string]any) { set(r, "object", "tools", 0, "function", "parameters") },
 			want: "parameters"},
+		{name: "parameters without a type", edit: func(r map[string]any) { set(r, obj(`{"properties": {}}`), "tools", 0, "function", "parameters") },
+			want: `schema must be a JSON Schema of 'type: "object"', got 'type: "None"'`},
+		{name: "an array without items", edit: func(r map[string]any) {
+			set(r, obj(`{"type": "object", "properties": {"q": {"type": "object", "properties": {"tags": {"type": "array"}}}}}`), "tools", 0, "function", "parameters")
+		}, want: "In context=('properties', 'q', 'properties', 'tags'), array schema missing items"},
+		{name: "arrays with items", edit: func(r map[string]any) {
+			set(r, obj(`{"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}}}}`), "tools", 0, "function", "parameters")
+		}},
 		{name: "bmp image", edit: func(r map[string]any) {
 			set(r, "data:image/bmp;base64,Qk0=", "messages", 1, "content", 1, "image_url", "url")
 		}, want: `unsupported image media type "image/bmp"`},

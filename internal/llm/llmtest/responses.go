@@ -48,7 +48,8 @@ import (
 //     unique ("Duplicate item found with id ...");
 //   - a function tool's name follows the function naming rule of the
 //     function-calling guide (a-z, A-Z, 0-9, underscores, dashes, at
-//     most 64) and its parameters are an object.
+//     most 64) and its parameters are an object schema whose arrays say
+//     their items (as Chat Completions checks them);
 //
 // Function calling (developers.openai.com/api/docs/guides/function-calling):
 // a function_call_output answers a function_call item earlier in the

@@ -107,6 +107,9 @@ func responsesTools(v any) error {
 			if _, ok := asObject(p); !ok {
 				return badParam(fmt.Sprintf("tools[%d].parameters", i), "Invalid type for 'tools[%d].parameters': expected an object.", i)
 			}
+			if err := openAIParameters(name, p); err != nil {
+				return &openAIError{param: fmt.Sprintf("tools[%d].parameters", i), msg: err.Error(), code: "invalid_function_parameters"}
+			}
 		}
 	}
 	return nil

@@ -77,6 +77,9 @@ func TestResponsesRules(t *testing.T) {
 			want: "needs image_url or file_id"},
 		{name: "function name with a space", edit: func(r map[string]any) { set(r, "file read", "tools", 0, "name") },
 			want: "string does not match pattern"},
+		{name: "an array without items", edit: func(r map[string]any) {
+			set(r, obj(`{"type": "object", "properties": {"tags": {"type": "array"}}}`), "tools", 0, "parameters")
+		}, want: "array schema missing items"},
 		{name: "unknown include", edit: func(r map[string]any) { set(r, []any{"reasoning.summary"}, "include") },
 			want: "Invalid value: 'reasoning.summary'"},
 		{name: "unknown effort", edit: func(r map[string]any) { set(r, "ultra", "reasoning", "effort") }, want: "Invalid value: 'ultra'"},

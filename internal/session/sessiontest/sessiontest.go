@@ -48,6 +48,8 @@ func New(t testing.TB, cfg *config.Config) *Env {
 		cfg = &config.Config{}
 	}
 	rt, err := session.New(session.Options{Store: st, DataDir: dir, Config: cfg, Holder: "test",
+		// No MCP servers but a test's own: never the user's file.
+		MCP: filepath.Join(dir, "mcp.json"),
 		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
 			c, err := m.Computer(agent)
 			if err != nil {

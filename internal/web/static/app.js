@@ -921,6 +921,7 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
   const [sending, setSending] = useState(false);
   const [note, setNote] = useState("");
   const [skills, setSkills] = useState(null); // loaded when "/" is typed
+  const [prompts, setPrompts] = useState(null); // the MCP servers' prompts, likewise
   const toggleMemory = (on) => setMemory(on).then(
     (now) => setNote(now ? "Memory is on for this chat: den remembers and recalls." : "Memory is off for this chat: nothing is remembered or recalled."),
     (e) => onError(message(e)));
@@ -961,18 +962,29 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
       setSending(false);
     }
   };
-  // "/" at the start suggests the commands and the skills.
-  const slash = /^\/[a-z0-9-]*$/i.test(text) ? text.slice(1).toLowerCase() : null;
+  // "/" at the start suggests the commands, the skills and the MCP
+  // servers' prompts (/SERVER:PROMPT).
+  const slash = /^\/[a-z0-9_:-]*$/i.test(text) ? text.slice(1).toLowerCase() : null;
   useEffect(() => {
     if (slash !== null && skills === null) {
       setSkills([]);
       api.skills(id).then((r) => setSkills((r.skills || []).filter((k) => k.usable)), () => {});
     }
+    if (slash !== null && prompts === null) {
+      setPrompts([]);
+      fetch("/api/v1/mcp?" + new URLSearchParams({ session: id }), { credentials: "same-origin" })
+        .then((r) => (r.ok ? r.json() : { servers: [] }))
+        .then((r) => setPrompts((r.servers || []).flatMap((s) => (s.prompts || []).map((p) => ({
+          name: s.name + ":" + p.name,
+          description: [p.description, (p.arguments || []).map((a) => a + "=…").join(" ")].filter(Boolean).join(" — "),
+        })))), () => {});
+    }
   }, [slash !== null]);
   const suggestions = slash === null ? [] : [
     { name: "memory", description: "turn this chat's memory on or off" },
     ...(skills || []),
-  ].filter((k) => k.name.startsWith(slash)).slice(0, 8);
+    ...(prompts || []),
+  ].filter((k) => k.name.toLowerCase().startsWith(slash)).slice(0, 8);
   const pick = (name) => {
     setText("/" + name + " ");
     area.current && area.current.focus();
@@ -999,7 +1011,7 @@ function Composer({ id, busy, onError, onSent, memory, setMemory }) {
   return html`
     <form class="composer" onSubmit=${(e) => { e.preventDefault(); send(); }} onDragOver=${(e) => e.preventDefault()} onDrop=${onDrop}>
       ${note && html`<p class="composer-note" role="status">${note} <button type="button" class="link" onClick=${() => setNote("")}>OK</button></p>`}
-      ${suggestions.length > 0 && html`<ul class="suggestions" role="listbox" aria-label="Commands and skills">
+      ${suggestions.length > 0 && html`<ul class="suggestions" role="listbox" aria-label="Commands, skills and prompts">
         ${suggestions.map((k) => html`<li key=${k.name} role="option"><button type="button" onClick=${() => pick(k.name)}>
           <strong>/${k.name}</strong> <span class="muted">${(k.description || "").slice(0, 90)}</span></button></li>`)}</ul>`}
 
