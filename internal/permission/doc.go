@@ -20,6 +20,13 @@
 // user's overrides win, and commands the table does not know ask
 // (except under full).
 //
+// Calls of MCP clients (mcp-client, another agent using den through its
+// MCP server) are decided by the same table: reads are allowed; run and
+// write_file are allowed under trusted and ask under restricted; exec
+// asks at every level, full included, unless an override (the
+// client's [mcp_clients] table, which the MCP server turns into
+// overrides) allows it.
+//
 // # Asking
 //
 // When the policy says ask, an earlier answer may settle it: one given
