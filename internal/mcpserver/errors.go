@@ -35,7 +35,8 @@ func (s *Server) toolError(tool string, err error) error {
 		return fmt.Errorf("%s was canceled", tool)
 	case errors.Is(err, session.ErrClosed):
 		return fmt.Errorf("den is stopping: call %s again once it runs", tool)
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, session.ErrBadOptions):
+		// No such session; a model that does not resolve, a bad name.
 		return refusedf("%v", err)
 	}
 	s.log.Error("mcp: tool failed", "tool", tool, "err", err)

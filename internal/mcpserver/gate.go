@@ -83,8 +83,6 @@ func denial(c *call, p place, pc *permission.Call, agentOK bool, timeout string)
 			return refusedf("%s: den's config does not let MCP client %q use agent %s (the agents of %s)", what, c.client, p.agent, table)
 		}
 		return refusedf("%s: den's config denies it to MCP client %q on agent %s (%s, or the agent's permissions)", what, c.client, p.agent, table)
-	case permission.ByUser:
-		return refusedf("%s: the user said no (approval %s)", what, pc.ApprovalID)
 	case permission.ByRule:
 		return refusedf("%s: the user said no to it for good (den rules list shows the rule)", what)
 	case permission.BySession:
@@ -94,8 +92,12 @@ func denial(c *call, p place, pc *permission.Call, agentOK bool, timeout string)
 			what, pc.ApprovalID, timeout, pc.ApprovalID)
 	case permission.ByUnattended:
 		return refusedf("%s: it needs the user's approval, and nobody can be asked here", what)
+	case permission.ByCanceled, permission.ByError, permission.ByAuto, permission.ByInvalid:
+		return refusedf("%s (%s)", what, pc.By)
 	}
-	return refusedf("%s (%s)", what, pc.By)
+	// A person's answer, in a face: den approve (user), den serve's API
+	// or web face (api).
+	return refusedf("%s: the user said no (approval %s)", what, pc.ApprovalID)
 }
 
 // policyFor is the policy of client's calls on agent: the agent's own

@@ -401,3 +401,26 @@ func sorted(s []string) []string {
 	}
 	return s
 }
+
+// TestNoModel: without a model (no provider has a key), den's computer
+// is still there for a client: its files and commands work, and run
+// says what is missing.
+func TestNoModel(t *testing.T) {
+	h := newHarness(t, allowExec(), Options{})
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	c := h.connect(t, "claude-code")
+	var w WriteOut
+	c.ok(t, "write_file", map[string]any{"path": "a.txt", "content": "a"}, &w)
+	var e ExecOut
+	c.ok(t, "exec", map[string]any{"command": "cat a.txt", "session": "other"}, &e)
+	if e.ExitCode == 0 {
+		t.Errorf("another session sees the first's file: %+v", e)
+	}
+	c.ok(t, "exec", map[string]any{"command": "cat a.txt"}, &e)
+	if e.Output != "a" {
+		t.Errorf("exec without a model: %+v", e)
+	}
+	if got := c.fails(t, "run", map[string]any{"prompt": "hi"}); !strings.Contains(got, "ANTHROPIC_API_KEY") {
+		t.Errorf("run without a model: %q", got)
+	}
+}

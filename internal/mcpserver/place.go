@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
 
@@ -126,6 +127,11 @@ func (s *Server) make(ctx context.Context, p place) (place, error) {
 		return again, err
 	}
 	sess, err := s.rt.Create(ctx, p.agent, "")
+	if errors.Is(err, session.ErrBadOptions) {
+		// No model to name (no provider has a key): the computer needs
+		// none, and a turn finds one when it runs, or says why not.
+		sess, err = s.rt.Store().CreateSession(ctx, p.agent, "")
+	}
 	if err != nil {
 		return p, err
 	}
