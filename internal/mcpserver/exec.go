@@ -63,6 +63,9 @@ func (s *Server) exec(ctx context.Context, c *call, in ExecIn) (*mcp.CallToolRes
 	if err != nil {
 		return nil, ExecOut{}, err
 	}
+	if p, err = s.makeFor(ctx, c, p); err != nil {
+		return nil, ExecOut{}, err
+	}
 	pc, err := s.allow(ctx, c, p, "in the /workspace of session "+p.label(), in.Command)
 	if err != nil {
 		return nil, ExecOut{}, err

@@ -289,6 +289,9 @@ func (s *Server) writeFile(ctx context.Context, c *call, in WriteIn) (*mcp.CallT
 	if err != nil {
 		return nil, WriteOut{}, err
 	}
+	if p, err = s.makeFor(ctx, c, p); err != nil {
+		return nil, WriteOut{}, err
+	}
 	pc, err := s.allow(ctx, c, p, fmt.Sprintf("%d bytes, in session %s", len(data), p.label()), u.Guest())
 	if err != nil {
 		return nil, WriteOut{}, err

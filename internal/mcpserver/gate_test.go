@@ -78,6 +78,15 @@ func TestExecAsks(t *testing.T) {
 			t.Error("a denied command ran")
 		}
 	}
+	// In a session still to make, the session is made first: the
+	// approval is the session's, where den's faces show it.
+	fresh := c.async("exec", map[string]any{"command": "true", "session": "fresh"})
+	req = answer(false)
+	<-fresh
+	sess, err := h.env.Store.GetSession(ctx, req.Session)
+	if err != nil || sess.Title != "fresh" {
+		t.Errorf("the approval of an exec in a new session belongs to %q: %+v %v", req.Session, sess, err)
+	}
 
 	audit, err := h.env.Store.ListAudit(ctx, store.AuditFilter{Command: "mcp-client"}, 100)
 	if err != nil {
@@ -88,6 +97,7 @@ func TestExecAsks(t *testing.T) {
 		rows = append(rows, strings.Join(append([]string{a.Decision, a.DecidedBy}, a.Args[:2]...), " "))
 	}
 	want := []string{ // newest first
+		"deny user claude-code exec",
 		"allow policy claude-code list_files",
 		"deny user claude-code exec",
 		"allow user claude-code exec",
@@ -142,6 +152,10 @@ func TestClientConfig(t *testing.T) {
 	}
 	var l ListOut
 	other.ok(t, "list_files", map[string]any{}, &l)
+	// A call its config denies makes no session.
+	if found, err := h.env.Store.FindSessions(context.Background(), store.SessionQuery{Agent: "default"}); err != nil || len(found) != 0 {
+		t.Errorf("denied calls made sessions: %v %v", found, err)
+	}
 
 	named := newHarness(t, cfg, Options{Client: "claude-code"}).connect(t, "anything")
 	if got := named.fails(t, "list_files", map[string]any{}); !strings.Contains(got, `MCP client "claude-code"`) {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/permission"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/store"
 )
@@ -140,6 +141,24 @@ func (s *Server) make(ctx context.Context, p place) (place, error) {
 	}
 	sess.Title = p.name
 	return place{agent: p.agent, sess: sess}, nil
+}
+
+// makeFor makes the place's session before the gate decides c, a call
+// that would make it anyway (run, exec, write_file), so that an
+// approval it asks for belongs to the session and den's faces show it
+// there. A call the policy denies makes nothing.
+func (s *Server) makeFor(ctx context.Context, c *call, p place) (place, error) {
+	if p.made() {
+		return p, nil
+	}
+	policy, _, err := policyFor(s.rt.Config(), c.client, p.agent)
+	if err != nil {
+		return p, err
+	}
+	if policy.DecideFor(permission.CmdMCPClient, c.tool, c.client) == permission.Deny {
+		return p, nil
+	}
+	return s.make(ctx, p)
 }
 
 // locateNamed finds the agent's latest session titled name, or returns

@@ -41,6 +41,9 @@ func (s *Server) run(ctx context.Context, c *call, in RunIn) (*mcp.CallToolResul
 	if err != nil {
 		return nil, RunOut{}, err
 	}
+	if p, err = s.makeFor(ctx, c, p); err != nil {
+		return nil, RunOut{}, err
+	}
 	pc, err := s.allow(ctx, c, p, "in session "+p.label(), in.Prompt)
 	if err != nil {
 		return nil, RunOut{}, err

@@ -259,7 +259,7 @@ func TestMCPServeHTTP(t *testing.T) {
 		t.Helper()
 		got := until(t, events, "approval_request", "")
 		req := got[len(got)-1].Data
-		if req["command"] != "mcp-client" || req["action"] != "exec" || req["subject"] != "clitest-http" ||
+		if req["command"] != "mcp-client" || req["action"] != "exec" || req["subject"] != "clitest-http" || req["session_id"] == "" ||
 			!strings.HasPrefix(req["question"].(string), "MCP client clitest-http wants, with agent default: exec") {
 			t.Errorf("approval request %v", req)
 		}
