@@ -74,7 +74,9 @@
 // A Server serves any number of connections and calls at once. It
 // keeps, per connection, the session its last call used (for
 // den://workspace/ resources); everything else lives in the runtime
-// and the store. A run's turn belongs to the runtime: a canceled call
-// (the client's notifications/cancelled) cancels the turn; a
-// connection that goes away ends its calls' waits.
+// and the store. A run's turn and an exec's command belong to the
+// runtime: a canceled call (the client's notifications/cancelled)
+// cancels them, as does a stdio client that leaves (the SDK cancels a
+// connection's calls when its input ends). Over HTTP, a call whose
+// client went away without canceling it runs to its end.
 package mcpserver

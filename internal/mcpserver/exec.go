@@ -75,7 +75,7 @@ func (s *Server) exec(ctx context.Context, c *call, in ExecIn) (*mcp.CallToolRes
 	if err != nil {
 		code = 1
 	}
-	done(ctx, pc, code)
+	s.done(ctx, pc, code)
 	if err != nil {
 		return nil, out, err
 	}

@@ -179,7 +179,7 @@ func (s *Server) readFile(ctx context.Context, c *call, in ReadIn) (*mcp.CallToo
 		return nil, ReadOut{}, err
 	}
 	out, err := s.read(ctx, p, u, in.Offset, in.Limit)
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	if err != nil {
 		return nil, ReadOut{}, err
 	}
@@ -297,7 +297,7 @@ func (s *Server) writeFile(ctx context.Context, c *call, in WriteIn) (*mcp.CallT
 		return nil, WriteOut{}, err
 	}
 	out, err := s.write(ctx, c, p, u, data)
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	return nil, out, err
 }
 
@@ -368,7 +368,7 @@ func (s *Server) listFiles(ctx context.Context, c *call, in ListIn) (*mcp.CallTo
 		return nil, ListOut{}, err
 	}
 	out, err := s.list(ctx, p, u)
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	if err != nil {
 		return nil, ListOut{}, err
 	}

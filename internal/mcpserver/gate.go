@@ -67,10 +67,13 @@ func (s *Server) approvalTimeout() string {
 	return permission.DefaultTimeout.String()
 }
 
-// done records how an allowed call ended: 0 when it did what it was
-// asked, else 1 (or a command's exit code).
-func done(ctx context.Context, pc *permission.Call, code int) {
-	pc.Finish(context.WithoutCancel(ctx), code)
+// done records in the audit log how an allowed call ended: 0 when it
+// did what it was asked, else 1 (or a command's exit code). The call's
+// result is the client's either way; a record that fails is logged.
+func (s *Server) done(ctx context.Context, pc *permission.Call, code int) {
+	if err := pc.Finish(context.WithoutCancel(ctx), code); err != nil {
+		s.log.Error("mcp: call not audited", "command", pc.Command, "action", pc.Action, "err", err)
+	}
 }
 
 // denial says why the gate denied a call, and what would allow it.

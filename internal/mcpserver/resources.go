@@ -99,7 +99,7 @@ func (s *Server) readFileResource(ctx context.Context, req *mcp.ReadResourceRequ
 		return nil, s.toolError("read_file", err)
 	}
 	contents, err := s.resourceContents(ctx, p, u)
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	if err != nil {
 		return nil, s.toolError("read_file", err)
 	}

@@ -53,7 +53,7 @@ func (s *Server) run(ctx context.Context, c *call, in RunIn) (*mcp.CallToolResul
 	if err != nil || out.Stop != string(llm.StopEndTurn) {
 		code = 1
 	}
-	done(ctx, pc, code)
+	s.done(ctx, pc, code)
 	if err != nil {
 		return nil, out, err
 	}

@@ -99,7 +99,7 @@ func (s *Server) sessions(ctx context.Context, c *call, in SessionsIn) (Sessions
 		return SessionsOut{}, err
 	}
 	found, err := s.rt.Store().FindSessions(ctx, store.SessionQuery{Agent: agent, Text: in.Query, Limit: in.Limit})
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	if err != nil {
 		return SessionsOut{}, err
 	}
@@ -154,7 +154,7 @@ func (s *Server) readSession(ctx context.Context, c *call, agent, ref string, li
 		return ReadSessionOut{}, err
 	}
 	path, err := s.rt.Store().Path(ctx, p.sess.ID)
-	done(ctx, pc, exitOf(err))
+	s.done(ctx, pc, exitOf(err))
 	if err != nil {
 		return ReadSessionOut{}, err
 	}
