@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -55,6 +58,9 @@ Approvals and den's own messages go to standard error.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := computer.ValidName("agent", o.Agent); err != nil {
 				return usageError{err}
+			}
+			if len(o.Client) > mcpserver.MaxClientName || strings.IndexFunc(o.Client, unicode.IsControl) >= 0 || !utf8.ValidString(o.Client) {
+				return usageError{fmt.Errorf("--client %q: want a name of at most %d bytes, one line", o.Client, mcpserver.MaxClientName)}
 			}
 			if err := mcpserver.CheckTools(o.Tools); err != nil {
 				return usageError{fmt.Errorf("--allow-tools: %w", err)}

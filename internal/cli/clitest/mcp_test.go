@@ -253,6 +253,19 @@ func TestMCPServeHTTP(t *testing.T) {
 	c.ClientSession = cs
 	defer cs.Close()
 
+	var w struct{ Session, Path string }
+	c.ok(t, "write_file", map[string]any{"path": "http/in.txt", "content": "over http\n"}, &w)
+	var r struct{ Content string }
+	c.ok(t, "read_file", map[string]any{"path": "den://workspace/http/in.txt"}, &r)
+	if r.Content != "over http\n" {
+		t.Errorf("read_file over HTTP: %q", r.Content)
+	}
+	var l struct{ Entries []struct{ Name string } }
+	c.ok(t, "list_files", map[string]any{"path": "http"}, &l)
+	if len(l.Entries) != 1 || l.Entries[0].Name != "in.txt" {
+		t.Errorf("list_files over HTTP: %+v", l)
+	}
+
 	events, stop := p.stream(t, "/api/v1/events", "")
 	defer stop()
 	approval := func() string {
@@ -400,5 +413,48 @@ func TestMCPServeStops(t *testing.T) {
 	cs.Close()
 	if code := cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("den mcp serve stopped by SIGTERM exits %d, want 130\n%s", code, stderr)
+	}
+}
+
+// TestMCPServeFlags: --allow-tools offers only the tools it names,
+// --client names the client in den's audit log whatever it calls
+// itself, and bad values are usage errors.
+func TestMCPServeFlags(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	cmd := d.Command("mcp", "serve", "--allow-tools", "list_files,sessions_list", "--client", "named-by-flag")
+	ctx, cancel := context.WithTimeout(context.Background(), RunBound)
+	defer cancel()
+	cl, c := newMCPClient("calls-itself-something-else")
+	cs, err := cl.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ClientSession = cs
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"list_files", "sessions_list"}) {
+		t.Errorf("--allow-tools list_files,sessions_list offers %v", names)
+	}
+	var out struct{ Sessions []any }
+	c.ok(t, "sessions_list", map[string]any{}, &out)
+	cs.Close()
+	if audit := d.MustRun("audit", "--command", "mcp-client"); !strings.Contains(audit.Stdout, "mcp-client named-by-flag sessions_list") {
+		t.Errorf("den audit does not name the client as --client does:\n%s", audit.Stdout)
+	}
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--allow-tools", "exec,rm", `--allow-tools: no tool "rm"`},
+		{"--client", "a\nb", "--client"},
+		{"--agent", "../x", `agent "../x"`},
+	} {
+		if r := d.Run("mcp", "serve", tc.flag, tc.value); r.Code != 2 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("den mcp serve %s %q: want exit 2 and %q, got %v", tc.flag, tc.value, tc.want, r)
+		}
 	}
 }
