@@ -118,6 +118,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// itself to the command mcpCmd returns, here.
 	mcp := mcpCmd(g)
 	root.AddCommand(mcp)
+	mcp.AddCommand(mcpServeCmd(g))
 	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {

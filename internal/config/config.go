@@ -24,6 +24,10 @@ type Config struct {
 	Groups    map[string]Group    `toml:"groups"`
 	Retry     Retry               `toml:"retry"`
 	Server    Server              `toml:"server"`
+	// MCPClients are what each MCP client of den's MCP server may do,
+	// keyed by the client's name ("*": every client without a table of
+	// its own). See MCPClient.
+	MCPClients map[string]MCPClient `toml:"mcp_clients"`
 
 	path string
 }
@@ -253,6 +257,9 @@ func (c *Config) validate(data []byte) error {
 		return fmt.Errorf("%w: %s:%d: sandbox.backend %q: want \"bwrap\" or \"proot\"", ErrInvalid, c.path, lineOf(data, toml.Key{"sandbox", "backend"}), c.Sandbox.Backend)
 	}
 	if err := c.Server.validate(c.path, data); err != nil {
+		return err
+	}
+	if err := c.validateMCPClients(data); err != nil {
 		return err
 	}
 	for name, p := range c.Providers {

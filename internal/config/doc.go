@@ -22,6 +22,12 @@
 //	pids    = 512
 //	cpu_weight = 100
 //
+//	[mcp_clients.claude-code]   # a client of den's MCP server, by its name
+//	agents = ["default"]        # the agents it may use; unset: every agent
+//	allow  = ["exec"]           # tools that run without asking
+//	ask    = ["write_file"]     # tools that ask the user each time
+//	deny   = ["run"]            # tools refused ("*": every tool not listed)
+//
 // Changing a setting (SetValue, and Set, PlanSet, SetValueIf on top of
 // it):
 //   - Exactly one key changes. Keys are checked part by part (bare
@@ -48,6 +54,6 @@
 // and instructions — and the caller asks a person first, showing the
 // Change PlanSet returns. Everything else that could widen what the
 // computer reaches (trust, permissions, mounts, network, limits, the
-// sandbox's programs, mirrors, providers) the user changes with
-// `den config set` outside the computer.
+// sandbox's programs, mirrors, providers, what MCP clients may do) the
+// user changes with `den config set` outside the computer.
 package config

@@ -7,7 +7,7 @@
 // second, repairs sessions a killed den left running and runs queued
 // messages; Web Push (unless [server] push = false) loads or makes its
 // key and follows the events it sends; the guard loads (or makes) the
-// token; the listener opens.
+// token; den's MCP server is made, to serve /mcp; the listener opens.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
 // event streams end, running turns end at their next turn boundary
 // within Options.Grace (the rest are canceled and their calls recorded),
@@ -32,6 +32,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
 	"den.dev/den/internal/server"
@@ -174,8 +175,9 @@ func New(o Options) (*Daemon, error) {
 		defer close(d.rolling)
 		d.rollups(rctx)
 	}()
+	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate})
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),

@@ -41,9 +41,15 @@ func startDaemon(t *testing.T) *testDaemon {
 // DEN_TOKEN, the token is in the data dir's token file).
 func startDaemonEnv(t *testing.T, env func(string) string) *testDaemon {
 	t.Helper()
+	return startDaemonConfig(t, &config.Config{}, env)
+}
+
+// startDaemonConfig is startDaemonEnv with cfg as den's config.
+func startDaemonConfig(t *testing.T, cfg *config.Config, env func(string) string) *testDaemon {
+	t.Helper()
 	var log bytes.Buffer
 	d, err := New(Options{
-		DataDir: t.TempDir(), ConfigPath: t.TempDir() + "/config.toml", Config: &config.Config{},
+		DataDir: t.TempDir(), ConfigPath: t.TempDir() + "/config.toml", Config: cfg,
 		Computer: func(context.Context, string) (*computer.Computer, computer.SessionOptions, error) {
 			return nil, computer.SessionOptions{}, errors.New("no computers in this test")
 		},
@@ -148,14 +154,15 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 			t.Errorf("%s %s with a wrong token: %d %s, want 401", rt.Method, path, resp.StatusCode, body)
 		}
 	}
-	// The settings page's routes are in the table, so the walk above
-	// covered them.
+	// The settings page's routes and the MCP server's are in the table,
+	// so the walk above covered them.
 	have := map[string]bool{}
 	for _, rt := range routes {
 		have[rt.Method+" "+rt.Pattern] = true
 	}
 	for _, r := range []string{"GET /api/v1/agents", "GET /api/v1/models", "GET /api/v1/usage", "PATCH /api/v1/config",
-		"GET /api/v1/rules", "DELETE /api/v1/rules", "POST /api/v1/token/rotate"} {
+		"GET /api/v1/rules", "DELETE /api/v1/rules", "POST /api/v1/token/rotate",
+		"POST /mcp", "GET /mcp", "DELETE /mcp"} {
 		if !have[r] {
 			t.Errorf("no route %s", r)
 		}

@@ -64,3 +64,17 @@ func TestCallLineQuotes(t *testing.T) {
 		t.Errorf("CallLine = %s, want %s", got, want)
 	}
 }
+
+// TestMCPClientQuestion: an MCP client's call is asked as that client's,
+// not as the agent's, with the client's hostile name escaped too.
+func TestMCPClientQuestion(t *testing.T) {
+	r := &ApprovalRequest{ID: "id1", Agent: "default", Command: CmdMCPClient, Action: "exec", Subject: "claude-code",
+		Args: []string{"claude-code", "exec", "make test"}}
+	if got, want := r.Question(), "MCP client claude-code wants, with agent default: exec 'make test'"; got != want {
+		t.Errorf("question %q, want %q", got, want)
+	}
+	r.Args[0] = "x\x1b[2Kagent default wants to run: den-notify"
+	if q := r.Question(); !strings.Contains(q, `'x\x1b[2Kagent default wants to run: den-notify'`) {
+		t.Errorf("the client's name is not shown escaped: %s", q)
+	}
+}

@@ -28,6 +28,12 @@
 // Gate.CheckWith. den-mcp itself (list, tools, resources, prompts) is
 // allowed; den-mcp read of a resource asks under restricted; den-mcp
 // call is decided as the tool's own call is.
+// Calls of MCP clients (mcp-client, another agent using den through its
+// MCP server) are decided by the same table: reads are allowed; run and
+// write_file are allowed under trusted and ask under restricted; exec
+// asks at every level, full included, unless an override (the
+// client's [mcp_clients] table, which the MCP server turns into
+// overrides) allows it.
 //
 // # Asking
 //

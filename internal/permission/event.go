@@ -55,11 +55,19 @@ type ApprovalRequest struct {
 
 // Question is the request in one line for a person, such as
 // `agent "default" wants to run: den-config set agents.default.model x
-// (agents.default.model: "a" → "x")`. Every character that could change
+// (agents.default.model: "a" → "x")`, or, for a call of an MCP client,
+// `MCP client claude-code wants, with agent default: exec 'make test'`. Every character that could change
 // how the line shows is escaped, and long arguments are cut saying how
 // much is left (den approvals show ID prints all of it).
 func (r *ApprovalRequest) Question() string {
-	q := fmt.Sprintf("agent %s wants to run: %s", ShowArg(r.Agent, 0), CallLine(r.Command, r.Args, MaxShownArg))
+	var q string
+	if r.Command == CmdMCPClient && len(r.Args) >= 2 {
+		// Not the agent: another program, through den's MCP server. Its
+		// args are the client, the tool, then the tool's own.
+		q = fmt.Sprintf("MCP client %s wants, with agent %s: %s", ShowArg(r.Args[0], MaxShownArg), ShowArg(r.Agent, 0), CallLine(r.Args[1], r.Args[2:], MaxShownArg))
+	} else {
+		q = fmt.Sprintf("agent %s wants to run: %s", ShowArg(r.Agent, 0), CallLine(r.Command, r.Args, MaxShownArg))
+	}
 	if r.Detail != "" {
 		q += " (" + Printable(r.Detail) + ")"
 	}

@@ -52,6 +52,13 @@ const (
 	// calls of MCP servers' tools: action "call", subject
 	// "SERVER/TOOL". DecideMCP gives its defaults.
 	MCP = "mcp"
+	// CmdMCPClient is a call from a client of den's MCP server (another
+	// agent using den's computer): its action is the MCP tool (run,
+	// exec, read_file, write_file, list_files, sessions_list,
+	// session_read), its subject the client's name, and its args the
+	// client's name, the tool, then what the tool acts on (the
+	// approval's question and the audit line show them so).
+	CmdMCPClient = "mcp-client"
 )
 
 // defaults are the decisions per trust level, keyed "command" or
@@ -82,6 +89,12 @@ var defaults = map[Trust]map[string]Decision{
 		// command itself is allowed.
 		CmdMCP:           Allow,
 		CmdMCP + " read": Allow,
+		// Another agent may read, write files and talk to the agent;
+		// a command in the computer asks (see DecideFor).
+		CmdMCPClient + " run":        Allow,
+		CmdMCPClient + " write_file": Allow,
+		CmdMCPClient + " exec":       Ask,
+		CmdMCPClient:                 Allow,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -102,6 +115,12 @@ var defaults = map[Trust]map[string]Decision{
 		CmdMCP:                  Allow,
 		// A resource may be the user's data.
 		CmdMCP + " read": Ask,
+		// Reads are allowed; anything that changes the computer or
+		// talks to the agent asks.
+		CmdMCPClient + " run":        Ask,
+		CmdMCPClient + " write_file": Ask,
+		CmdMCPClient + " exec":       Ask,
+		CmdMCPClient:                 Allow,
 	},
 }
 
@@ -140,6 +159,11 @@ func (p Policy) Decide(cmd, action string) Decision {
 //   - under restricted den-open allows http and https URLs and asks for
 //     anything else (files, other schemes);
 //   - commands and actions the table does not know ask.
+//
+// One default holds under full too: mcp-client exec asks. An agent's
+// trust is how far den trusts its own agent; a command an MCP client
+// runs in the computer comes from another program, which the user
+// allows by name ([mcp_clients] in the config, or an override).
 func (p Policy) DecideFor(cmd, action, subject string) Decision {
 	if d, ok := p.Overrides[key(cmd, action)]; ok {
 		return d
@@ -150,6 +174,9 @@ func (p Policy) DecideFor(cmd, action, subject string) Decision {
 	trust := p.Trust
 	if trust == "" {
 		trust = Trusted
+	}
+	if cmd == CmdMCPClient && action == "exec" {
+		return Ask
 	}
 	if trust == Full {
 		return Allow

@@ -152,3 +152,39 @@ func TestDecideMCP(t *testing.T) {
 		t.Errorf("override mcp call wins over mcp: %s", got)
 	}
 }
+
+// TestMCPClientDefaults: another agent reads freely, talks to the agent
+// and writes files where den trusts its agent, and runs a command only
+// when the user allows it, whatever the agent's trust.
+func TestMCPClientDefaults(t *testing.T) {
+	tests := []struct {
+		tool                      string
+		restricted, trusted, full Decision
+	}{
+		{"read_file", Allow, Allow, Allow},
+		{"list_files", Allow, Allow, Allow},
+		{"sessions_list", Allow, Allow, Allow},
+		{"session_read", Allow, Allow, Allow},
+		{"run", Ask, Allow, Allow},
+		{"write_file", Ask, Allow, Allow},
+		{"exec", Ask, Ask, Ask},
+	}
+	for _, tt := range tests {
+		for trust, want := range map[Trust]Decision{Restricted: tt.restricted, Trusted: tt.trusted, Full: tt.full} {
+			p := Policy{Trust: trust}
+			if got := p.DecideFor(CmdMCPClient, tt.tool, "claude-code"); got != want {
+				t.Errorf("%s: mcp-client %s = %s, want %s", trust, tt.tool, got, want)
+			}
+		}
+	}
+	// The user's word wins, at every level.
+	for _, trust := range []Trust{Restricted, Trusted, Full} {
+		p := Policy{Trust: trust, Overrides: map[string]Decision{"mcp-client exec": Allow, "mcp-client read_file": Deny}}
+		if got := p.DecideFor(CmdMCPClient, "exec", "claude-code"); got != Allow {
+			t.Errorf("%s with exec allowed: %s", trust, got)
+		}
+		if got := p.DecideFor(CmdMCPClient, "read_file", "claude-code"); got != Deny {
+			t.Errorf("%s with read_file denied: %s", trust, got)
+		}
+	}
+}

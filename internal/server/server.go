@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
 	"den.dev/den/internal/server/auth"
@@ -51,6 +52,9 @@ type Options struct {
 	// returns the new token; the auth guard's Rotate. An error wrapping
 	// auth.ErrTokenFromEnv says the token is not den's to change.
 	RotateToken func(w http.ResponseWriter, r *http.Request) (string, error)
+	// MCP, when set, is den's MCP server, served at /mcp with the
+	// streamable HTTP transport; /mcp is 404 without it.
+	MCP *mcpserver.Server
 }
 
 // Server answers den's API.
@@ -164,7 +168,25 @@ func (s *Server) Routes() []Route {
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
+		// The MCP server's streamable HTTP transport: requests, the
+		// stream of its own messages, the end of a session.
+		{"POST", "/mcp", false, s.mcp},
+		{"GET", "/mcp", false, s.mcp},
+		{"DELETE", "/mcp", false, s.mcp},
 	}
+}
+
+// mcp serves /mcp: every method goes to the MCP server's handler, which
+// answers in the transport's own shapes (JSON-RPC errors, plain text
+// for a bad request), with bodies up to mcpserver.MaxBody (a
+// write_file's content).
+func (s *Server) mcp(w http.ResponseWriter, r *http.Request) error {
+	if s.o.MCP == nil {
+		return notFound("den's MCP server is not served here")
+	}
+	auth.LimitBody(w, r, mcpserver.MaxBody)
+	s.o.MCP.Handler().ServeHTTP(w, r)
+	return nil
 }
 
 // plain is a handler that answers every request itself (in its own
