@@ -161,6 +161,16 @@ func TestMCPRoute(t *testing.T) {
 	if s := got.Servers[1]; s.Name != "web" || s.Where != "http 127.0.0.1:1" || s.Host {
 		t.Errorf("web: %+v", s)
 	}
+	// An agent's, for the settings: the same servers, no session.
+	var agentGot struct {
+		Agent   string
+		Servers []struct{ Name, Where string }
+	}
+	a.call("GET", "/api/v1/mcp?agent=default", "", http.StatusOK, &agentGot)
+	if agentGot.Agent != "default" || len(agentGot.Servers) != 2 || agentGot.Servers[0].Where != "host" {
+		t.Errorf("the agent's servers: %+v", agentGot)
+	}
 	a.fails("GET", "/api/v1/mcp", "", http.StatusBadRequest, "bad_request")
+	a.fails("GET", "/api/v1/mcp?agent=../x", "", http.StatusBadRequest, "bad_request")
 	a.fails("GET", "/api/v1/mcp?session=nosuch", "", http.StatusNotFound, "not_found")
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"den.dev/den/internal/computer"
 	"net/http"
 
 	"den.dev/den/internal/server/reply"
@@ -15,7 +16,14 @@ import (
 func (s *Server) listMCP(w http.ResponseWriter, r *http.Request) error {
 	id := r.URL.Query().Get("session")
 	if id == "" {
-		return badRequest("session is required")
+		name := r.URL.Query().Get("agent")
+		if name == "" {
+			return badRequest("session or agent is required")
+		}
+		if err := computer.ValidName("agent", name); err != nil {
+			return badRequest("%v", err)
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"agent": name, "servers": s.rt.AgentMCP(name)})
 	}
 	servers, err := s.rt.MCP(r.Context(), id)
 	if err != nil {

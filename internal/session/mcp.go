@@ -475,7 +475,22 @@ func (r *Runtime) MCP(ctx context.Context, sessionID string) ([]MCPServer, error
 		done = set.Close
 	}
 	defer done()
-	ac := r.Config().Agent(sess.Agent)
+	return r.describeMCP(set, sess.Agent), nil
+}
+
+// AgentMCP is MCP for an agent's sessions to come: its servers as the
+// config has them, with what den knows of their tools and prompts,
+// starting none.
+func (r *Runtime) AgentMCP(agentName string) []MCPServer {
+	set := mcpclient.NewSet(mcpclient.Options{Agent: agentName, Servers: r.mcpServers("", agentName), DataDir: r.o.DataDir})
+	defer set.Close()
+	return r.describeMCP(set, agentName)
+}
+
+// describeMCP says what set's servers offer and how the gate decides
+// their tools for the agent.
+func (r *Runtime) describeMCP(set *mcpclient.Set, agentName string) []MCPServer {
+	ac := r.Config().Agent(agentName)
 	policy, _ := permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	out := []MCPServer{}
 	for _, st := range set.Status() {
@@ -502,5 +517,5 @@ func (r *Runtime) MCP(ctx context.Context, sessionID string) ([]MCPServer, error
 		}
 		out = append(out, v)
 	}
-	return out, nil
+	return out
 }

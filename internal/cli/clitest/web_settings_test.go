@@ -25,6 +25,10 @@ func TestWebSettings(t *testing.T) {
 	d := newDen(t)
 	serveConfig(t, d, "")
 	seedSettings(t, d)
+	if err := os.WriteFile(filepath.Join(d.ConfigHome, "den", "mcp.json"),
+		[]byte(`{"mcpServers": {"notes": {"command": "mcp-server-filesystem", "args": ["/srv/notes"], "host": true}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// The token is den's own (a file), not the environment's, so that
 	// it can be rotated.
 	if err := os.WriteFile(filepath.Join(d.Home, "token"), []byte(serveToken+"\n"), 0o600); err != nil {
@@ -105,6 +109,10 @@ func TestWebSettings(t *testing.T) {
 			t.Errorf("GET %s shows the key", path)
 		}
 	}
+
+	// The MCP servers, the host's marked as running with the user's
+	// rights.
+	b.waitText(`section[aria-labelledby="s-mcp"]`, "notes on this machine, with your rights")
 
 	// The standing approval, revoked.
 	b.waitText(".settings .rows", "den-config")

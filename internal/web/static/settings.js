@@ -40,7 +40,7 @@ const COMMANDS = [
   "den-speak", "den-location", "den-camera",
 ];
 
-const SECTIONS = [["s-agents", "Agents"], ["s-models", "Models"], ["s-providers", "Providers"], ["s-rules", "Approvals"],
+const SECTIONS = [["s-agents", "Agents"], ["s-models", "Models"], ["s-providers", "Providers"], ["s-mcp", "MCP"], ["s-rules", "Approvals"],
   ["s-usage", "Usage"], ["s-device", "This device"], ["s-access", "Access"]];
 
 export function Settings({ onError, onClose, onOpen }) {
@@ -89,6 +89,7 @@ export function Settings({ onError, onClose, onOpen }) {
         </section>
         <${Models} catalog=${catalog} save=${save} />
         <${Providers} catalog=${catalog} save=${save} />
+        <${MCP} agents=${agents} />
         <${Rules} onError=${onError} save=${save} />
         <${Usage} onOpen=${onOpen} />
         <section aria-labelledby="s-device"><h3 id="s-device">This device</h3>
@@ -263,6 +264,37 @@ function Providers({ catalog, save }) {
       <button class="primary" type="submit">Save provider</button>
     </form>
     <p class="muted">Keys saved here are kept in den's config file (mode 0600). Keys in the environment (ANTHROPIC_API_KEY, …) are never shown.</p>
+  </section>`;
+}
+
+// ---------------------------------------------------------------- MCP servers
+
+// MCP lists each agent's MCP servers (mcp.json): where each runs —
+// those on the host run with the user's rights —, its state and tools
+// with what den's gate does with a call.
+function MCP({ agents }) {
+  const [byAgent, setByAgent] = useState({});
+  useEffect(() => {
+    for (const a of agents) {
+      request("GET", "/api/v1/mcp?" + new URLSearchParams({ agent: a.name }))
+        .then((r) => setByAgent((m) => ({ ...m, [a.name]: r.servers || [] })), () => {});
+    }
+  }, [agents.map((a) => a.name).join(",")]);
+  const where = (s) => (s.host ? "on this machine, with your rights" : s.where === "computer" ? "in the agent's computer" : s.where);
+  return html`<section aria-labelledby="s-mcp"><h3 id="s-mcp">MCP servers</h3>
+    <p class="muted">From mcp.json beside den's config: <code>den mcp add</code>, <code>den mcp import</code> and <code>den mcp login</code> on the host change it.</p>
+    ${agents.map((a) => html`<div key=${a.name}>
+      ${agents.length > 1 && html`<h4>${a.name}</h4>`}
+      <ul class="rows">${(byAgent[a.name] || []).map((s) => html`<li key=${s.name}><details class="grow"><summary>
+          <strong>${s.name}</strong> <span class=${s.host ? "badge waiting" : "muted"}>${where(s)}</span>
+          <span class="muted"> · ${s.state}${s.tools.length ? ` · ${s.tools.length} tools` : ""}</span></summary>
+        ${s.error && html`<p class="banner error">${s.error}</p>`}
+        <ul class="rows">${s.tools.map((t) => html`<li key=${t.name}><code>${t.name}</code>
+          <span class="muted">${t.decision}${t.read_only ? " · reads only" : ""}</span></li>`)}</ul>
+        ${s.prompts.length > 0 && html`<p class="muted">Prompts: ${s.prompts.map((p) => "/" + s.name + ":" + p.name).join(", ")}</p>`}
+      </details></li>`)}
+      ${byAgent[a.name] && byAgent[a.name].length === 0 && html`<li class="muted">None.</li>`}</ul>
+    </div>`)}
   </section>`;
 }
 
