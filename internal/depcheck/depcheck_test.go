@@ -54,6 +54,10 @@ var allowed = map[string][]string{
 	// den:// URLs name the computer's folders and know nothing else, so
 	// that the tools, the server and the faces can all use them.
 	"resource": {"resource", "sandbox"},
+	// The browser knows the computer (its namespaces and folders) and
+	// nothing of sessions, models, permissions or the faces: those call
+	// it.
+	"browser": {"browser", "sandbox", "hostfs", "privfile"},
 }
 
 func TestBoundaries(t *testing.T) {
