@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -129,6 +130,30 @@ func procUID(t testing.TB, pid int) int {
 		}
 	}
 	return -1
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestSnapshotFormat compares a page of every kind of part with the
+// golden snapshot (go test -run TestSnapshotFormat -update rewrites it).
+func TestSnapshotFormat(t *testing.T) {
+	f := newFixture(t)
+	r := f.ok(t, Action{Name: "navigate", URL: f.base + "/format"})
+	got := strings.ReplaceAll(r.Snapshot.Text, f.base, "http://SITE")
+	golden := filepath.Join("testdata", "format.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got+"\n" != string(want) {
+		t.Errorf("snapshot:\n%s\nwant:\n%s", got, want)
+	}
 }
 
 // TestLogin fills a form the server checks, by the snapshot's indexes,

@@ -334,7 +334,10 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (c *
 	}
 
 	pid := strconv.Itoa(p.pid)
-	args := append([]string{"--user=/proc/" + pid + "/ns/user", "--net=/proc/" + pid + "/ns/net", "--", bin.bwrap},
+	// --preserve-credentials: nsenter runs as the computer's root
+	// already (its host uid is what root inside maps to), and an
+	// ordinary user's namespace refuses setgroups.
+	args := append([]string{"--user=/proc/" + pid + "/ns/user", "--net=/proc/" + pid + "/ns/net", "--preserve-credentials", "--", bin.bwrap},
 		sandboxArgs(bin.chromium, src)...)
 	cmd := exec.Command(bin.nsenter, args...)
 	cmd.Env = []string{}

@@ -45,6 +45,10 @@ func (s *Session) pageURL(raw string) (string, string) {
 	if strings.HasPrefix(lower, "data:") {
 		return raw, ""
 	}
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Opaque != "" && !startsWithDigit(u.Opaque) {
+		// javascript:, mailto:, view-source: (localhost:8000 is a host).
+		return "", fmt.Sprintf("%s: URLs cannot be opened; use http, https, data or den://", u.Scheme)
+	}
 	if !strings.Contains(raw, "://") {
 		host := raw
 		if i := strings.IndexAny(host, "/?#"); i >= 0 {
@@ -60,7 +64,7 @@ func (s *Session) pageURL(raw string) (string, string) {
 		raw = scheme + raw
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
+	if err != nil {
 		return "", fmt.Sprintf("%q is not a URL den can open", raw)
 	}
 	switch strings.ToLower(u.Scheme) {
@@ -70,8 +74,13 @@ func (s *Session) pageURL(raw string) (string, string) {
 	default:
 		return "", fmt.Sprintf("%s: URLs cannot be opened; use http, https, data or den://", u.Scheme)
 	}
+	if u.Host == "" {
+		return "", fmt.Sprintf("%q is not a URL den can open", raw)
+	}
 	return u.String(), ""
 }
+
+func startsWithDigit(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
 
 // navigate opens u in the tab and waits for it to load and settle. It
 // returns what happened, and why it failed: NavFailed when the page

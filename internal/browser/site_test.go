@@ -75,6 +75,7 @@ func newSite() *site {
 	page("/secret", secretPage)
 	page("/buttons", buttonsPage)
 	page("/article", articlePage())
+	page("/format", formatPage)
 	s.mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -220,6 +221,28 @@ const buttonsPage = `<!doctype html><title>Buttons</title>
 <select id=size><option value=s>Small</option><option value=m>Medium</option><option value=l>Large</option></select>
 <input id=q placeholder="Search">
 <div style="height:3000px"></div><p>Bottom of the page</p>`
+
+// formatPage has one of each thing a snapshot describes.
+const formatPage = `<!doctype html><title>Format</title>
+<nav aria-label="Main"><a href="/">Home</a> <a href="https://example.org/docs">Docs</a></nav>
+<main>
+<h1>All the parts</h1>
+<p>Some <b>bold</b> text and a <a href="/more">link inside</a> a paragraph.</p>
+<img src="data:," alt="A red bicycle">
+<h2>Lists</h2>
+<ul><li>First</li><li>Second</li></ul>
+<table><tr><th>Name</th><th>Qty</th></tr><tr><td>Pears</td><td>3</td></tr></table>
+<form aria-label="Order">
+<label>Name <input name=n value="Ada" required></label>
+<label><input type=radio name=r checked> Pickup</label>
+<label><input type=radio name=r> Delivery</label>
+<label>Size <select><option>S<option selected>M</select></label>
+<label>Notes <textarea>ring twice</textarea></label>
+<button disabled>Pay</button>
+</form>
+<details><summary>More options</summary><p>Hidden until open</p></details>
+<div role=dialog aria-label="Cookies"><p>We use cookies.</p><button>Accept</button></div>
+</main>`
 
 // articlePage is a typical content page: navigation, an article of
 // about 1,500 words with headings, links and a table, a sidebar and a

@@ -46,8 +46,22 @@ var interactive = map[string]bool{
 	"button": true, "link": true, "textbox": true, "searchbox": true, "checkbox": true, "radio": true,
 	"combobox": true, "listbox": true, "option": true, "menuitem": true, "menuitemcheckbox": true,
 	"menuitemradio": true, "tab": true, "switch": true, "slider": true, "spinbutton": true, "treeitem": true,
-	"DisclosureTriangle": true, "ToggleButton": true, "PopUpButton": true, "ColorWell": true, "Date": true,
-	"DateTime": true, "InputTime": true, "textField": true,
+	"disclosure": true, "ColorWell": true, "Date": true, "DateTime": true, "InputTime": true, "textField": true,
+}
+
+// chromeRoles renames Chromium's own roles to words a model knows.
+var chromeRoles = map[string]string{"DisclosureTriangle": "disclosure", "ToggleButton": "button", "PopUpButton": "combobox"}
+
+// roleOf is a node's role as snapshots show it.
+func roleOf(n *accessibility.Node) string {
+	r := axString(n.Role)
+	if c, ok := chromeRoles[r]; ok {
+		return c
+	}
+	if r == "generic" && isEditable(n) {
+		return "textbox"
+	}
+	return r
 }
 
 // containers are interactive roles whose children are what the model
@@ -162,7 +176,7 @@ func (r *renderer) walk(nodes map[accessibility.NodeID]*accessibility.Node, n *a
 		r.walkChildren(nodes, n, frame)
 		return
 	}
-	role := axString(n.Role)
+	role := roleOf(n)
 	name := axString(n.Name)
 	switch {
 	case role == "StaticText":
@@ -206,7 +220,7 @@ func (r *renderer) walk(nodes map[accessibility.NodeID]*accessibility.Node, n *a
 		}
 		r.walkChildren(nodes, n, frame)
 		r.flush()
-	case interactive[role] || isEditable(n) || (axBool(n, "focusable") && name != "" && role == "generic"):
+	case interactive[role] || (axBool(n, "focusable") && name != "" && role == "generic"):
 		r.flush()
 		r.element(nodes, n, role, name, frame)
 	case role == "image" || role == "img":
@@ -249,9 +263,6 @@ func (r *renderer) walk(nodes map[accessibility.NodeID]*accessibility.Node, n *a
 
 // element writes an indexed element: [N] role "name" state.
 func (r *renderer) element(nodes map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, role, name string, frame cdp.FrameID) {
-	if role == "generic" && isEditable(n) {
-		role = "textbox"
-	}
 	idx := len(r.elements) + 1
 	r.elements = append(r.elements, element{backend: n.BackendDOMNodeID, role: role, name: name, frame: frame})
 	var b strings.Builder
@@ -271,7 +282,7 @@ func (r *renderer) element(nodes map[accessibility.NodeID]*accessibility.Node, n
 			b.WriteString(" → " + clip(r.short(u), 120))
 		}
 	}
-	if role == "combobox" || role == "PopUpButton" {
+	if role == "combobox" {
 		if opts := options(nodes, n); len(opts) > 0 {
 			b.WriteString(" options: " + strings.Join(opts, ", "))
 		}
@@ -367,9 +378,9 @@ func hasValue(role string) bool {
 	return false
 }
 
+// isEditable reports a contenteditable element (a rich text field).
 func isEditable(n *accessibility.Node) bool {
-	e := axProp(n, "editable")
-	return e == "richtext" && axString(n.Role) == "generic" && axBool(n, "focusable")
+	return axProp(n, "editable") == "richtext" && axBool(n, "focusable")
 }
 
 // sensitive reports whether a field's value must not be shown: a
@@ -499,10 +510,7 @@ func (t *tab) checkElement(ctx context.Context, el element) (ok bool, now string
 		if n.BackendDOMNodeID != el.backend {
 			continue
 		}
-		role, name := axString(n.Role), axString(n.Name)
-		if role == "generic" && isEditable(n) {
-			role = "textbox"
-		}
+		role, name := roleOf(n), axString(n.Name)
 		if n.Ignored {
 			return false, "it is hidden now", nil
 		}

@@ -153,7 +153,7 @@ func (t *tab) nameOf(ctx context.Context, backend cdp.BackendNodeID) string {
 	if r, err := cdp.Call(ctx, t.t, accessibility.GetPartialAXTree, accessibility.GetPartialAXTreeParams{BackendNodeID: backend, FetchRelatives: ptr(false)}); err == nil {
 		for _, n := range r.Nodes {
 			if n.BackendDOMNodeID == backend {
-				desc = strings.TrimSpace(axString(n.Role) + " " + quoteOpt(axString(n.Name)))
+				desc = strings.TrimSpace(roleOf(n) + " " + quoteOpt(axString(n.Name)))
 			}
 		}
 	}
