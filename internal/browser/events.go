@@ -30,6 +30,15 @@ func (c *chromium) setup(ctx context.Context) error {
 	if _, err := cdp.Call(ctx, c.b, target.SetDiscoverTargets, target.SetDiscoverTargetsParams{Discover: true}); err != nil {
 		return fmt.Errorf("browser: targets: %w", err)
 	}
+	// The blank tab Chromium opens at start costs a renderer; tabs are
+	// opened per session.
+	if ts, err := cdp.Call(ctx, c.b, target.GetTargets, target.GetTargetsParams{}); err == nil {
+		for _, ti := range ts.TargetInfos {
+			if ti.Type == "page" {
+				cdp.Call(ctx, c.b, target.CloseTarget, target.CloseTargetParams{TargetID: ti.TargetID})
+			}
+		}
+	}
 	return nil
 }
 
