@@ -76,6 +76,7 @@ func newSite() *site {
 	page("/buttons", buttonsPage)
 	page("/article", articlePage())
 	page("/format", formatPage)
+	page("/covered", coveredPage)
 	s.mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -221,6 +222,12 @@ const buttonsPage = `<!doctype html><title>Buttons</title>
 <select id=size><option value=s>Small</option><option value=m>Medium</option><option value=l>Large</option></select>
 <input id=q placeholder="Search">
 <div style="height:3000px"></div><p>Bottom of the page</p>`
+
+// coveredPage has a button under an overlay, until the overlay is
+// closed.
+const coveredPage = `<!doctype html><title>Covered</title>
+<button id=under onclick="fetch('/click/under', {method: 'POST'})">Under</button>
+<div id=overlay style="position:fixed;inset:0;background:rgba(0,0,0,.3)"><button id=close style="position:absolute;right:10px;bottom:10px" onclick="overlay.remove()">Close</button></div>`
 
 // formatPage has one of each thing a snapshot describes.
 const formatPage = `<!doctype html><title>Format</title>
