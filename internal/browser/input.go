@@ -238,8 +238,17 @@ func (t *tab) pressKeys(ctx context.Context, combo string) error {
 	if err != nil {
 		return err
 	}
+	// Headless Chromium maps no shortcut to an editing command by
+	// itself: name the command.
+	var commands []string
+	if mods == int64(kb.ModifierCtrl) || mods == int64(kb.ModifierMeta) {
+		commands = editCommands[strings.ToLower(parts[len(parts)-1])]
+	}
 	for _, k := range events {
 		k.Modifiers |= mods
+		if k.Type == kb.KeyDown || k.Type == kb.KeyRawDown {
+			k.Commands = commands
+		}
 		if k.Type == kb.KeyChar && mods&^int64(kb.ModifierShift) != 0 {
 			continue
 		}
@@ -248,6 +257,11 @@ func (t *tab) pressKeys(ctx context.Context, combo string) error {
 		}
 	}
 	return nil
+}
+
+// editCommands are the editing commands of Control (or Meta) shortcuts.
+var editCommands = map[string][]string{
+	"a": {"selectAll"}, "c": {"copy"}, "x": {"cut"}, "v": {"paste"}, "z": {"undo"}, "y": {"redo"},
 }
 
 // keyEvents finds a key by its name ("Enter", "ArrowDown", "Escape") or
