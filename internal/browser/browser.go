@@ -115,12 +115,13 @@ func (b *Browser) Close() error {
 	}
 	b.mu.Unlock()
 	close(b.quit)
-	for _, s := range sessions {
-		s.Close()
-	}
+	// Chromium first, so that running actions end at once.
 	b.life.Lock()
 	b.stopLocked("the browser was closed")
 	b.life.Unlock()
+	for _, s := range sessions {
+		s.Close()
+	}
 	b.wg.Wait()
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/sandbox"
 )
 
@@ -177,6 +178,53 @@ func TestSnapshotPages(t *testing.T) {
 	if r := f.do(t, Action{Name: "snapshot", Page: 99}); r.Code != Invalid {
 		t.Errorf("a page past the end: %s", r.Text())
 	}
+}
+
+// TestTwoComputers: two sessions of an agent run two computers, each
+// with its own localhost; the agent's one Chromium moves to the computer
+// of the session that acts, and each session sees its own computer's
+// page, with a note when its tabs had to go.
+func TestTwoComputers(t *testing.T) {
+	f := newFixture(t)
+	other, err := f.computer.Start(context.Background(), "s2", computer.SessionOptions{Network: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(f.base, "http://"))
+	l := listenInside(t, other, mustAtoi(t, port))
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "<title>Second computer</title><p>served by s2")
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	dir := f.computer.SessionDir("s2")
+	s2, err := f.b.Session("s2", Env{Computer: other.Process(), Workspace: filepath.Join(dir, "workspace"), Files: filepath.Join(dir, "browser")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://localhost:" + port + "/login"
+	r := f.ok(t, Action{Name: "navigate", URL: url})
+	if r.Title != "Sign in" {
+		t.Fatalf("s1: %s", r.Text())
+	}
+	r2, err := s2.Do(context.Background(), Action{Name: "navigate", URL: url})
+	if err != nil || !r2.OK() || r2.Title != "Second computer" {
+		t.Fatalf("s2: %v %s", err, r2.Text())
+	}
+	r = f.ok(t, Action{Name: "snapshot"})
+	notes := strings.Join(r.Notes, "\n")
+	if r.Title != "Sign in" || !strings.Contains(notes, "moved to the computer of session s2") || !strings.Contains(notes, "reopened the page "+url) {
+		t.Errorf("s1 after s2 used the browser: %s", r.Text())
+	}
+}
+
+func mustAtoi(t testing.TB, s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestLogin fills a form the server checks, by the snapshot's indexes,

@@ -169,9 +169,16 @@ func (o *Options) folders() folders {
 }
 
 // prepare makes the browser's folders, owned by the uid Chromium runs
-// as, and removes the profile's lock of a Chromium that did not exit
-// (den owns the only Chromium of an agent's profile).
+// as; empties the downloads and uploads of an earlier Chromium (no tab
+// of it is left to use them); and removes the profile's lock of a
+// Chromium that did not exit (den owns the only Chromium of an agent's
+// profile).
 func (f folders) prepare(uid, gid int) error {
+	for _, d := range []string{f.downloads, f.uploads} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
 	for _, d := range []string{filepath.Dir(f.profile), f.profile, f.downloads, f.uploads} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return err

@@ -131,18 +131,19 @@ func serveInside(t testing.TB, s *computer.Session, h http.Handler) string {
 // fixture is a browser for one session of a computer that serves the
 // test site on its localhost.
 type fixture struct {
-	b    *Browser
-	s    *Session
-	comp *computer.Session
-	site *site
-	base string // the site's URL inside the computer
-	env  Env
+	b        *Browser
+	s        *Session
+	comp     *computer.Session
+	computer *computer.Computer
+	site     *site
+	base     string // the site's URL inside the computer
+	env      Env
 }
 
 func newFixture(t testing.TB, opts ...func(*Options)) *fixture {
 	t.Helper()
 	c, cs := startComputer(t)
-	f := &fixture{comp: cs, site: newSite()}
+	f := &fixture{comp: cs, computer: c, site: newSite()}
 	f.base = serveInside(t, cs, f.site)
 	o := Options{Dir: filepath.Join(c.AgentDir("browser")), Log: func(s string) { t.Log(s) }}
 	for _, fn := range opts {
