@@ -81,7 +81,9 @@ type chromium struct {
 
 	exited  chan struct{} // closed once the process was waited for
 	waitErr error
-	out     *tail // Chromium's stderr
+	out     *tail         // Chromium's stderr
+	copied  chan struct{} // closed once out has all of it
+	errR    *os.File
 
 	started time.Time
 	// tree pins the sandbox's processes before Chromium is stopped:
@@ -283,9 +285,64 @@ func memfile(name string, b []byte) (*os.File, error) {
 	return f, nil
 }
 
+// startFiles are what a start gives Chromium and keeps: the protocol's
+// two pipes (Chromium's fds 3 and 4), its output, and the contents of
+// its /etc files (fds 5 to 7).
+type startFiles struct {
+	cmdR, cmdW, respR, respW, errR, errW *os.File
+	etc                                  []*os.File
+}
+
+func openStartFiles() (*startFiles, error) {
+	f := &startFiles{}
+	var err error
+	if f.cmdR, f.cmdW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if f.respR, f.respW, err = os.Pipe(); err == nil {
+		f.errR, f.errW, err = os.Pipe()
+	}
+	for i, b := range etcFiles() {
+		if err != nil {
+			break
+		}
+		var m *os.File
+		if m, err = memfile("etc"+strconv.Itoa(i), b); err == nil {
+			f.etc = append(f.etc, m)
+		}
+	}
+	if err != nil {
+		f.closeChild()
+		f.closeParent()
+		return nil, err
+	}
+	return f, nil
+}
+
+// child are the files Chromium gets, in fd order from 3.
+func (f *startFiles) child() []*os.File { return append([]*os.File{f.cmdR, f.respW}, f.etc...) }
+
+// closeChild closes what only Chromium needs, once it has its copies.
+func (f *startFiles) closeChild() {
+	for _, x := range append(f.child(), f.errW) {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
+// closeParent closes den's ends, when Chromium did not start.
+func (f *startFiles) closeParent() {
+	for _, x := range []*os.File{f.cmdW, f.respR, f.errR} {
+		if x != nil {
+			x.Close()
+		}
+	}
+}
+
 // startChromium starts Chromium in the computer at p and connects to it.
 // On success the returned chromium owns p.
-func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (c *chromium, err error) {
+func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*chromium, error) {
 	f := o.folders()
 	if err := f.prepare(p.uid, p.gid); err != nil {
 		return nil, fmt.Errorf("browser: folders: %w", err)
@@ -301,45 +358,39 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (c *
 		defer st.Release() // bwrap holds its own mounts once Chromium answers
 		src = folders{profile: st.Paths[0], downloads: st.Paths[1], uploads: st.Paths[2]}
 	}
-
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
+	files, err := openStartFiles()
+	if err != nil {
+		return nil, fmt.Errorf("browser: %w", err)
+	}
+	cmd := nsenter(bin, p, src, files)
+	err = launch.Start(cmd)
+	files.closeChild()
+	if err != nil {
+		files.closeParent()
+		return nil, fmt.Errorf("browser: start %s: %w", bin.nsenter, err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	c := &chromium{place: p, cmd: cmd, stop: stop, exited: make(chan struct{}), copied: make(chan struct{}), errR: files.errR, out: newTail(8 << 10), started: time.Now()}
+	go func() {
+		defer close(c.copied)
+		io.Copy(c.out, files.errR)
+		files.errR.Close()
 	}()
-	cmdR, cmdW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("browser: pipe: %w", err)
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.exited)
+	}()
+	if err := c.connect(ctx, runCtx, o, files); err != nil {
+		c.place = nil // the caller keeps p
+		c.kill()
+		return nil, err
 	}
-	respR, respW, err := os.Pipe()
-	if err != nil {
-		cmdR.Close()
-		cmdW.Close()
-		return nil, fmt.Errorf("browser: pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		cmdR.Close()
-		cmdW.Close()
-		respR.Close()
-		respW.Close()
-		return nil, fmt.Errorf("browser: pipe: %w", err)
-	}
-	files = append(files, cmdR, respW, errW)
-	extra := []*os.File{cmdR, respW}
-	for i, b := range etcFiles() {
-		m, err := memfile("etc"+strconv.Itoa(i), b)
-		if err != nil {
-			cmdW.Close()
-			respR.Close()
-			errR.Close()
-			return nil, fmt.Errorf("browser: %w", err)
-		}
-		files = append(files, m)
-		extra = append(extra, m)
-	}
+	return c, nil
+}
 
+// nsenter is the command that starts Chromium's sandbox in the
+// computer's namespaces.
+func nsenter(bin binaries, p *place, src folders, files *startFiles) *exec.Cmd {
 	pid := strconv.Itoa(p.pid)
 	// --preserve-credentials: nsenter runs as the computer's root
 	// already (its host uid is what root inside maps to), and an
@@ -349,47 +400,25 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (c *
 	cmd := exec.Command(bin.nsenter, args...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"
-	cmd.Stdout, cmd.Stderr = errW, errW
-	cmd.ExtraFiles = extra
+	cmd.Stdout, cmd.Stderr = files.errW, files.errW
+	cmd.ExtraFiles = files.child()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if os.Geteuid() == 0 && p.uid != 0 {
 		// nsenter joins the computer's user namespace as its owner, the
 		// computer's root: host root is never part of the browser.
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(p.uid), Gid: uint32(p.gid), Groups: []uint32{}}
 	}
-	if err := launch.Start(cmd); err != nil {
-		cmdW.Close()
-		respR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("browser: start %s: %w", bin.nsenter, err)
-	}
-	for _, f := range files {
-		f.Close()
-	}
-	files = nil
+	return cmd
+}
 
-	runCtx, stop := context.WithCancel(context.Background())
-	c = &chromium{place: p, cmd: cmd, stop: stop, exited: make(chan struct{}), out: newTail(8 << 10), started: time.Now()}
-	go func() {
-		io.Copy(c.out, errR)
-		errR.Close()
-	}()
-	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
-	}()
-	defer func() {
-		if err != nil {
-			c.kill()
-			c.place = nil // the caller keeps p
-		}
-	}()
-
-	c.conn = chromedp.NewPipeConn(respR, cmdW)
-	c.b, err = chromedp.NewBrowserTransport(runCtx, c.conn, chromedp.WithBrowserLogf(o.logf), chromedp.WithBrowserErrorf(o.logf))
-	if err != nil {
+// connect speaks to the started Chromium over its pipe until it
+// answers, and checks where it runs.
+func (c *chromium) connect(ctx, runCtx context.Context, o *Options, files *startFiles) error {
+	c.conn = chromedp.NewPipeConn(files.respR, files.cmdW)
+	var err error
+	if c.b, err = chromedp.NewBrowserTransport(runCtx, c.conn, chromedp.WithBrowserLogf(o.logf), chromedp.WithBrowserErrorf(o.logf)); err != nil {
 		c.conn.Close()
-		return c, fmt.Errorf("browser: connect: %w", err)
+		return fmt.Errorf("browser: connect: %w", err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
@@ -398,16 +427,16 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (c *
 		case <-c.exited:
 		case <-time.After(time.Second):
 		}
-		return c, fmt.Errorf("%w: Chromium did not start: %v: %s", ErrUnavailable, err, c.out.String())
+		return fmt.Errorf("%w: Chromium did not start: %v: %s", ErrUnavailable, err, c.out.String())
 	}
 	// Chromium answered, so its sandbox was set up: check that it is in
 	// exactly the computer's namespaces (the process den started is
 	// now bwrap, which stays in the namespaces nsenter joined).
 	if err := c.checkJoined(); err != nil {
-		return c, err
+		return err
 	}
 	c.alloc, _ = chromedp.NewAllocatorContext(runCtx, attached{c.b})
-	return c, nil
+	return nil
 }
 
 // checkJoined compares the namespaces of the process den started with
@@ -468,6 +497,12 @@ func (c *chromium) kill() {
 			<-c.exited
 		}
 		c.tree.wait()
+		select {
+		case <-c.copied:
+		case <-time.After(2 * time.Second):
+			c.errR.Close() // a process outside the tree holds the pipe
+			<-c.copied
+		}
 		if c.place != nil {
 			c.place.close()
 		}

@@ -103,31 +103,8 @@ func (b *Browser) handleEvents(c *chromium, gen int) {
 				return
 			}
 			var ev browser.EventDownloadProgress
-			if jsonv2.Unmarshal(raw, &ev) != nil {
-				continue
-			}
-			d := downloads[ev.GUID]
-			if d == nil {
-				continue
-			}
-			switch {
-			case ev.State == browser.DownloadProgressStateCompleted:
-				delete(downloads, ev.GUID)
-				b.wg.Add(1)
-				go func() {
-					defer b.wg.Done()
-					d.s.takeDownload(b.o.folders().downloads, ev.GUID, d, b.o.MaxDownload)
-				}()
-			case ev.State == browser.DownloadProgressStateCanceled:
-				delete(downloads, ev.GUID)
-				d.s.downloadEnded()
-				d.s.note("the download of %s was cancelled", d.url)
-			case int64(ev.TotalBytes) > b.o.MaxDownload || int64(ev.ReceivedBytes) > b.o.MaxDownload:
-				delete(downloads, ev.GUID)
-				b.cancelDownload(c, ev.GUID)
-				os.Remove(filepath.Join(b.o.folders().downloads, filepath.Base(ev.GUID)))
-				d.s.downloadEnded()
-				d.s.note("den cancelled the download of %s: it is larger than %s", d.url, sizeText(b.o.MaxDownload))
+			if jsonv2.Unmarshal(raw, &ev) == nil {
+				b.progress(c, downloads, &ev)
 			}
 		case raw, ok := <-created:
 			if !ok {
@@ -149,6 +126,34 @@ func (b *Browser) handleEvents(c *chromium, gen int) {
 				}()
 			}
 		}
+	}
+}
+
+// progress follows a download to its end: handed to its session when
+// complete, dropped when cancelled or too large.
+func (b *Browser) progress(c *chromium, downloads map[string]*download, ev *browser.EventDownloadProgress) {
+	d := downloads[ev.GUID]
+	if d == nil {
+		return
+	}
+	switch {
+	case ev.State == browser.DownloadProgressStateCompleted:
+		delete(downloads, ev.GUID)
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			d.s.takeDownload(b.o.folders().downloads, ev.GUID, d, b.o.MaxDownload)
+		}()
+	case ev.State == browser.DownloadProgressStateCanceled:
+		delete(downloads, ev.GUID)
+		d.s.downloadEnded()
+		d.s.note("the download of %s was cancelled", d.url)
+	case int64(ev.TotalBytes) > b.o.MaxDownload || int64(ev.ReceivedBytes) > b.o.MaxDownload:
+		delete(downloads, ev.GUID)
+		b.cancelDownload(c, ev.GUID)
+		os.Remove(filepath.Join(b.o.folders().downloads, filepath.Base(ev.GUID)))
+		d.s.downloadEnded()
+		d.s.note("den cancelled the download of %s: it is larger than %s", d.url, sizeText(b.o.MaxDownload))
 	}
 }
 

@@ -166,6 +166,9 @@ func (r *renderer) walkChildren(nodes map[accessibility.NodeID]*accessibility.No
 // maxDepth bounds the recursion on hostile trees.
 const maxDepth = 200
 
+// walk renders a node and what is below it. It is one case per kind of
+// node, in the order they take precedence, so that the format reads
+// here as a whole; each case is short.
 func (r *renderer) walk(nodes map[accessibility.NodeID]*accessibility.Node, n *accessibility.Node, frame cdp.FrameID) {
 	if r.depth > maxDepth {
 		return
