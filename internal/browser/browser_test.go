@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -742,6 +743,36 @@ func TestMemory(t *testing.T) {
 	if m, _ := f.b.Memory(); m.Running {
 		t.Errorf("after Close: %+v", m)
 	}
+}
+
+// TestNoGoroutineLeft: once the browser is closed, none of its
+// goroutines (nor chromedp's) runs.
+func TestNoGoroutineLeft(t *testing.T) {
+	f := newFixture(t)
+	f.ok(t, Action{Name: "navigate", URL: f.base + "/download"})
+	f.ok(t, Action{Name: "click", Selector: "a"})
+	f.ok(t, Action{Name: "execute_js", Script: "window.open('/login'); return 1"})
+	ctx, cancel := context.WithCancel(context.Background())
+	for range f.s.Screencast(ctx, ScreencastOptions{}) {
+		break
+	}
+	cancel()
+	f.b.Close()
+	var left string
+	for range 100 {
+		buf := make([]byte, 1<<20)
+		left = ""
+		for _, g := range strings.Split(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
+			if (strings.Contains(g, "internal/browser.") || strings.Contains(g, "chromedp")) && !strings.Contains(g, "_test.go") {
+				left += g + "\n\n"
+			}
+		}
+		if left == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("goroutines left after Close:\n%s", left)
 }
 
 // TestDenURLs: den:// URLs load from the session's resolver, with their
