@@ -253,7 +253,9 @@ func (s *Session) closeTab(a Action, res *Result) {
 }
 
 func (s *Session) executeJS(ctx context.Context, t *tab, a Action, res *Result) {
-	expr := "(async () => {\n" + a.Script + "\n})()"
+	// The value comes back as JSON text, cut in the page: a page's
+	// script can return anything, and den reads only so much.
+	expr := "(async () => {\n" + a.Script + "\n})().then((v) => { const s = JSON.stringify(v); return s === undefined ? undefined : s.length > 100000 ? s.slice(0, 100000) + '…' : s; })"
 	timeout := runtime.TimeDelta(0)
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = runtime.TimeDelta(max(time.Until(dl)-reserve(ctx), 100*time.Millisecond).Milliseconds())
@@ -276,10 +278,9 @@ func (s *Session) executeJS(ctx context.Context, t *tab, a Action, res *Result) 
 	}
 	v := "undefined"
 	if r.Result != nil && len(r.Result.Value) > 0 {
-		var buf json.RawMessage = []byte(r.Result.Value)
-		v = string(buf)
-	} else if r.Result != nil && r.Result.Description != "" {
-		v = r.Result.Description
+		if err := json.Unmarshal(r.Result.Value, &v); err != nil {
+			v = string(r.Result.Value)
+		}
 	}
 	res.Message = "The script returned:"
 	res.Value = clip(maskCards(v), 20000)

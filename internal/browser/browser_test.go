@@ -596,12 +596,17 @@ func TestDialogs(t *testing.T) {
 	f := newFixture(t)
 	f.ok(t, Action{Name: "navigate", URL: f.base + "/buttons"})
 	r := f.ok(t, Action{Name: "execute_js", Script: "return confirm('Delete everything?')"})
-	if r.Value != "false" || !strings.Contains(strings.Join(r.Notes, "\n"), `confirm dialog "Delete everything?"; den dismissed it`) {
+	if r.Value != "false" || !strings.Contains(strings.Join(r.Notes, "\n"), `a confirm dialog "Delete everything?"; den dismissed it`) {
 		t.Errorf("confirm: %s", r.Text())
 	}
 	r = f.ok(t, Action{Name: "execute_js", Script: "return confirm('Sure?')", Dialog: "accept"})
 	if r.Value != "true" {
 		t.Errorf("accepted confirm: %s", r.Text())
+	}
+	// A page that shows dialogs in a loop does not flood the result.
+	r = f.ok(t, Action{Name: "execute_js", Script: "for (let i = 0; i < 30; i++) alert(i); return 'done'"})
+	if r.Value != `"done"` || len(r.Notes) != maxNotes+1 || r.Notes[maxNotes] != "10 more notes" {
+		t.Errorf("30 alerts: %d notes: %s", len(r.Notes), r.Text())
 	}
 }
 

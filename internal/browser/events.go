@@ -96,8 +96,12 @@ func (b *Browser) handleEvents(c *chromium, gen int) {
 				b.cancelDownload(c, ev.GUID)
 				continue
 			}
+			if !s.downloadBegan() {
+				b.cancelDownload(c, ev.GUID)
+				s.note("den cancelled the download of %s: the session has %d downloads unreported", fromDenURL(ev.URL), maxDownloads)
+				continue
+			}
 			downloads[ev.GUID] = &download{s: s, name: safeName(ev.SuggestedFilename), url: fromDenURL(ev.URL)}
-			s.downloadBegan()
 		case raw, ok := <-progress:
 			if !ok {
 				return
@@ -205,10 +209,21 @@ func hasFrame(ft *page.FrameTree, id cdp.FrameID) bool {
 	return false
 }
 
-func (s *Session) downloadBegan() {
+// maxDownloads bounds the downloads a session has in progress or not
+// reported yet: a page that downloads in a loop does not fill the disk
+// between two actions.
+const maxDownloads = 20
+
+// downloadBegan counts a download in, unless the session has
+// maxDownloads already.
+func (s *Session) downloadBegan() bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending+len(s.downloads) >= maxDownloads {
+		return false
+	}
 	s.pending++
-	s.mu.Unlock()
+	return true
 }
 
 func (s *Session) downloadEnded() {

@@ -105,8 +105,40 @@ func (s *Session) where() (*place, error) {
 
 func (s *Session) note(format string, args ...any) {
 	s.mu.Lock()
-	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+	s.notes = appendCapped(s.notes, fmt.Sprintf(format, args...))
 	s.mu.Unlock()
+}
+
+// maxNotes bounds the notes a result carries: a page that shows dialogs
+// or opens tabs in a loop must not grow them without end.
+const maxNotes = 20
+
+// appendCapped appends a note, or counts it in a last "N more notes"
+// past maxNotes.
+func appendCapped(notes []string, n string) []string {
+	return capNotes(append(notes, n))
+}
+
+// capNotes keeps maxNotes notes and counts the rest (counts of earlier
+// caps included) in one last note.
+func capNotes(notes []string) []string {
+	if len(notes) <= maxNotes {
+		return notes
+	}
+	more := 0
+	for _, n := range notes[maxNotes:] {
+		var k int
+		if _, err := fmt.Sscanf(n, "%d more note", &k); err == nil && strings.HasSuffix(strings.TrimSuffix(n, "s"), " more note") {
+			more += k
+		} else {
+			more++
+		}
+	}
+	word := "notes"
+	if more == 1 {
+		word = "note"
+	}
+	return append(notes[:maxNotes:maxNotes], fmt.Sprintf("%d more %s", more, word))
 }
 
 // Close closes the session's tabs and forgets it.
@@ -387,7 +419,7 @@ func (s *Session) finish(t *tab, res *Result) {
 	}
 	res.URL = fromDenURL(res.URL)
 	s.mu.Lock()
-	res.Notes = append(s.notes, res.Notes...)
+	res.Notes = capNotes(append(s.notes, res.Notes...))
 	s.notes = nil
 	res.Downloads = append(res.Downloads, s.downloads...)
 	s.downloads = nil

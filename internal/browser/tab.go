@@ -149,7 +149,8 @@ func (t *tab) answerDialogs() {
 			verb = "could not answer"
 		}
 		t.ev.mu.Lock()
-		t.ev.dialogs = append(t.ev.dialogs, fmt.Sprintf("the page showed a %s dialog %q; den %s it", ev.Type, clip(ev.Message, 300), verb))
+		what := map[page.DialogType]string{page.DialogTypeAlert: "an alert", page.DialogTypeConfirm: "a confirm dialog", page.DialogTypePrompt: "a prompt", page.DialogTypeBeforeunload: "a leave-this-page dialog"}[ev.Type]
+		t.ev.dialogs = appendCapped(t.ev.dialogs, fmt.Sprintf("the page showed %s %q; den %s it", what, clip(ev.Message, 300), verb))
 		t.ev.mu.Unlock()
 	}
 }

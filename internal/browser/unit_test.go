@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -230,5 +231,23 @@ func TestSandboxArgs(t *testing.T) {
 		if strings.Contains(joined, bad) {
 			t.Errorf("%q in %s", bad, joined)
 		}
+	}
+}
+
+func TestCapNotes(t *testing.T) {
+	var notes []string
+	for i := range 25 {
+		notes = appendCapped(notes, fmt.Sprint(i))
+	}
+	if len(notes) != maxNotes+1 || notes[maxNotes-1] != "19" || notes[maxNotes] != "5 more notes" {
+		t.Fatalf("%q", notes)
+	}
+	// Capped lists merged stay one count.
+	merged := capNotes(append(notes, notes...))
+	if len(merged) != maxNotes+1 || merged[maxNotes] != "30 more notes" {
+		t.Errorf("%q", merged[maxNotes:])
+	}
+	if got := capNotes([]string{"a"}); len(got) != 1 {
+		t.Errorf("%q", got)
 	}
 }

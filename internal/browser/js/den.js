@@ -236,11 +236,13 @@
 
   // text is the visible text of the page, shadow roots and same-origin
   // frames included.
+  // (at most a million characters: what den reads must stay bounded)
   d.text = () => {
     let out = '';
     for (const r of roots(document)) {
       const t = r === document ? (document.body ? document.body.innerText : '') : (r.body ? r.body.innerText : r.textContent);
       out += '\n' + (t || '');
+      if (out.length > 1e6) return out.slice(0, 1e6);
     }
     return out;
   };
@@ -351,7 +353,7 @@
     };
     walk(root);
     flush();
-    return out.join('\n\n').replace(/\n{3,}/g, '\n\n');
+    return out.join('\n\n').replace(/\n{3,}/g, '\n\n').slice(0, 2e6);
   };
 
   globalThis.__den = d;
