@@ -58,6 +58,10 @@ var allowed = map[string][]string{
 	// program starts in a sandbox, and nothing of sessions, computers
 	// or the faces: the session wires it.
 	"mcpclient": {"mcpclient", "llm", "agent/ctxwin", "tool", "permission", "store", "sandbox", "cmdscan", "resource", "privfile"},
+	// The browser knows the computer (its namespaces and folders) and
+	// nothing of sessions, models, permissions or the faces: those call
+	// it.
+	"browser": {"browser", "sandbox", "hostfs", "privfile"},
 }
 
 func TestBoundaries(t *testing.T) {

@@ -213,3 +213,45 @@ func (b *Backend) stageBinds(spec *sandbox.Spec, rootUID, rootGID int) (*sandbox
 	}
 	return &out, st, nil
 }
+
+// Staged is a set of host folders staged for a bwrap that den, as root,
+// runs as a computer's root but outside Backend.Start (the browser's
+// sandbox does): each folder is a private recursive bind mount at a
+// path that the computer's root can reach, as for a computer's own
+// binds.
+type Staged struct {
+	st *stage
+	// Paths holds the staged path of each folder, in the order given.
+	Paths []string
+}
+
+// StageFolders stages folders for a bwrap run as a computer's root,
+// whose host gid is gid. Release detaches them once bwrap holds its own
+// copies of the mounts; a den that was killed first leaves them for the
+// next bwrap backend to remove, as with Start's.
+func StageFolders(gid int, folders ...string) (*Staged, error) {
+	sweepStages()
+	st, err := newStage(gid)
+	if err != nil {
+		return nil, err
+	}
+	s := &Staged{st: st}
+	for _, f := range folders {
+		p, err := st.bind(f)
+		if err != nil {
+			st.release()
+			return nil, err
+		}
+		s.Paths = append(s.Paths, p)
+	}
+	return s, nil
+}
+
+// Release detaches the staged mounts and removes their folder. It is
+// safe to call more than once, and on nil.
+func (s *Staged) Release() {
+	if s == nil {
+		return
+	}
+	s.st.release()
+}

@@ -1,0 +1,91 @@
+package browser
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxTabs      = 5
+	DefaultTabIdle      = 30 * time.Minute
+	DefaultIdle         = 10 * time.Minute
+	DefaultTimeout      = 30 * time.Second
+	MaxTimeout          = 5 * time.Minute
+	DefaultTakeoverWait = 5 * time.Minute
+	DefaultMaxDownload  = 1 << 30
+	DefaultSnapshotSize = 16000 // characters per snapshot page: about 4,000 tokens
+)
+
+// Options configure an agent's Browser.
+type Options struct {
+	// Dir is the host folder of the agent's browser
+	// (DATA/agents/AGENT/browser): profile/ holds its cookies, logins
+	// and site data, downloads/ what Chromium downloads until den hands
+	// it to the session, uploads/ the files given to pages. Only den and
+	// Chromium see it; the computer never does.
+	Dir string
+
+	// Chromium, Bwrap and Nsenter name the programs; empty means found
+	// on this host.
+	Chromium, Bwrap, Nsenter string
+
+	// MaxTabs is the number of tabs a session may have open (5).
+	MaxTabs int
+	// TabIdle closes a tab no action used for that long (30 min).
+	TabIdle time.Duration
+	// Idle stops Chromium when no action used it for that long (10 min).
+	Idle time.Duration
+	// Timeout bounds an action that sets none (30 s); no action runs
+	// longer than MaxTimeout.
+	Timeout time.Duration
+	// TakeoverWait is how long an agent's action waits while the user
+	// controls the browser (5 min).
+	TakeoverWait time.Duration
+	// MaxDownload is the largest download kept (1 GiB); a larger one is
+	// cancelled.
+	MaxDownload int64
+	// SnapshotSize is the characters of a snapshot page (16,000: about
+	// 4,000 tokens).
+	SnapshotSize int
+
+	// Log receives Chromium's and den's diagnostics about the browser;
+	// nil discards them.
+	Log func(string)
+}
+
+func (o *Options) fill() error {
+	if o.Dir == "" || !filepath.IsAbs(o.Dir) {
+		return fmt.Errorf("browser: folder %q must be an absolute path", o.Dir)
+	}
+	if o.MaxTabs <= 0 {
+		o.MaxTabs = DefaultMaxTabs
+	}
+	if o.TabIdle <= 0 {
+		o.TabIdle = DefaultTabIdle
+	}
+	if o.Idle <= 0 {
+		o.Idle = DefaultIdle
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	o.Timeout = min(o.Timeout, MaxTimeout)
+	if o.TakeoverWait <= 0 {
+		o.TakeoverWait = DefaultTakeoverWait
+	}
+	if o.MaxDownload <= 0 {
+		o.MaxDownload = DefaultMaxDownload
+	}
+	if o.SnapshotSize <= 0 {
+		o.SnapshotSize = DefaultSnapshotSize
+	}
+	return nil
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		o.Log(fmt.Sprintf(format, args...))
+	}
+}
