@@ -22,7 +22,7 @@ type Computer struct {
 // offers the agent.
 type Features struct {
 	Attachments  bool // the user sends files into /den/attachments
-	Browser      bool // /den/browser: the browser's screenshots and downloads
+	Browser      bool // the browser_use tool; /den/browser: its screenshots and PDFs
 	Memory       bool // /den/memory
 	Skills       bool // /den/skills
 	HostCommands bool // den-notify, den-ask, den-open, … reach the user through den
@@ -68,7 +68,7 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 	}
 	b.WriteString("  - /den/offloads: full output of long commands (tool results name the file).\n")
 	if f.Browser {
-		b.WriteString("  - /den/browser: screenshots and downloads of this session.\n")
+		b.WriteString("  - /den/browser: screenshots and PDFs of your browser in this session (its downloads go to /workspace/downloads).\n")
 	}
 	if f.Memory {
 		b.WriteString("  - /den/memory: your memory, kept across all your sessions.\n")
@@ -94,6 +94,9 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 - Long outputs are cut to their head and tail; the full text is in the file the result names.
 - To show the user a file in /workspace or under /den, write its den:// URL in your answer (/workspace/chart.png is den://workspace/chart.png, /den/NAME/PATH is den://NAME/PATH; file tools' results end with it): the user sees images, audio, video, PDF and HTML pages in place, and can open other files.
 `)
+	if f.Browser {
+		b.WriteString("- browser_use drives your own web browser (logins persist across your sessions; localhost there is this computer): navigate, then act on the snapshot's [N] indexes. Prefer it to curl for pages that need JavaScript or a login; use get_readable to read an article. den-browser does the same from the shell.\n")
+	}
 	if f.HostCommands {
 		b.WriteString("- Commands that reach the user through den: den-notify MESSAGE, den-ask QUESTION (prints the answer), den-open URL|PATH, den-model run --model REF (another model), den-sessions, den-config get; each prints JSON and has --help.\n")
 	}

@@ -47,7 +47,8 @@ type Action struct {
 
 	Tab int `json:"tab,omitempty"` // switch_tab, close_tab
 
-	// Path is a host path the caller checked: upload's file.
+	// Path is upload's file: its path in the computer when Env.Open is
+	// set, else a host path the caller checked.
 	Path string `json:"path,omitempty"`
 
 	Cookies  []Cookie `json:"cookies,omitempty"`  // set_cookies

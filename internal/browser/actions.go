@@ -165,15 +165,25 @@ func (s *Session) reload(ctx context.Context, t *tab, res *Result) {
 	s.describe(ctx, t, res)
 }
 
-func (s *Session) listTabs(res *Result) {
+// Tabs lists the session's tabs, without waiting for a running action:
+// what the faces show, and what the caller of an action may decide on
+// (the current page's site).
+func (s *Session) Tabs() []TabInfo {
 	s.mu.Lock()
 	tabs := append([]*tab(nil), s.tabs...)
 	cur := s.cur
 	s.mu.Unlock()
+	var out []TabInfo
 	for _, t := range tabs {
 		u, title := t.info()
-		res.Tabs = append(res.Tabs, TabInfo{ID: t.id, URL: fromDenURL(u), Title: title, Current: t == cur})
+		out = append(out, TabInfo{ID: t.id, URL: fromDenURL(u), Title: title, Current: t == cur})
 	}
+	return out
+}
+
+func (s *Session) listTabs(res *Result) {
+	res.Tabs = s.Tabs()
+	tabs := res.Tabs
 	res.Message = fmt.Sprintf("%d tab(s) open (at most %d).", len(tabs), s.b.o.MaxTabs)
 	if len(tabs) == 0 {
 		res.Message = "No tab is open."

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,6 +175,7 @@ func (b *Browser) ensure(ctx context.Context, s *Session, p *place) (*chromium, 
 	b.gen++
 	gen = b.gen
 	b.mu.Unlock()
+	b.record(c)
 	b.wg.Add(2)
 	go b.watch(c)
 	go b.handleEvents(c, gen)
@@ -193,6 +195,7 @@ func (b *Browser) stopLocked(why string) {
 	b.mu.Unlock()
 	if c != nil {
 		c.close()
+		os.Remove(b.pidFile())
 	}
 }
 
@@ -329,13 +332,51 @@ type Memory struct {
 	RSS, PSS int64
 }
 
-// Memory measures the running Chromium's processes (den doctor).
+// Memory measures the running Chromium's processes.
 func (b *Browser) Memory() (Memory, error) {
 	c, _ := b.current()
 	if c == nil {
 		return Memory{}, nil
 	}
-	root := c.cmd.Process.Pid
+	return treeMemory(c.cmd.Process.Pid)
+}
+
+// pidFile records the running Chromium, for MemoryAt.
+func (b *Browser) pidFile() string { return filepath.Join(b.o.Dir, "running") }
+
+// record writes which process is c's sandbox, and when it started, so
+// that another den process (den doctor) can find it and never mistake
+// a reused pid for it. Only den writes in Options.Dir; Chromium sees
+// its subfolders only.
+func (b *Browser) record(c *chromium) {
+	pid := c.cmd.Process.Pid
+	if info, ok := sandbox.ReadProc(pid); ok {
+		os.WriteFile(b.pidFile(), fmt.Appendf(nil, "%d %d\n", pid, info.Start), 0o600)
+	}
+}
+
+// MemoryAt measures the Chromium of the browser whose Options.Dir is
+// dir, run by any den process: not Running when none runs.
+func MemoryAt(dir string) (Memory, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "running"))
+	if errors.Is(err, os.ErrNotExist) {
+		return Memory{}, nil
+	} else if err != nil {
+		return Memory{}, err
+	}
+	var pid int
+	var start uint64
+	if _, err := fmt.Sscanf(string(b), "%d %d", &pid, &start); err != nil {
+		return Memory{}, fmt.Errorf("browser: %s: %v", filepath.Join(dir, "running"), err)
+	}
+	if info, ok := sandbox.ReadProc(pid); !ok || info.Start != start {
+		return Memory{}, nil // it ended without den removing the record
+	}
+	return treeMemory(pid)
+}
+
+// treeMemory sums the memory of root and its descendants.
+func treeMemory(root int) (Memory, error) {
 	var procs []sandbox.ProcInfo
 	for _, pid := range sandbox.AllPids() {
 		if p, ok := sandbox.ReadProc(pid); ok {

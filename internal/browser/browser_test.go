@@ -744,9 +744,16 @@ func TestMemory(t *testing.T) {
 		t.Fatalf("memory: %+v %v", m, err)
 	}
 	t.Logf("one tab: %d processes, RSS %s, PSS %s", m.Processes, sizeText(m.RSS), sizeText(m.PSS))
+	// Another process (den doctor) finds the same Chromium.
+	if at, err := MemoryAt(f.b.o.Dir); err != nil || !at.Running || at.Processes != m.Processes {
+		t.Errorf("MemoryAt: %+v %v, Memory: %+v", at, err, m)
+	}
 	f.b.Close()
 	if m, _ := f.b.Memory(); m.Running {
 		t.Errorf("after Close: %+v", m)
+	}
+	if at, err := MemoryAt(f.b.o.Dir); err != nil || at.Running {
+		t.Errorf("MemoryAt after Close: %+v %v", at, err)
 	}
 }
 

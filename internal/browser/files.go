@@ -83,11 +83,16 @@ func errText(err error) string {
 	return describeErr(err)
 }
 
-// stageUpload copies the file at host path p (a regular file; a link is
-// not followed) into a fresh folder of the browser's uploads, owned by
+// stageUpload copies the file p (opened by Env.Open, else the host path
+// p, a regular file, a link not followed) into a fresh folder of the browser's uploads, owned by
 // the uid Chromium runs as, and returns the path Chromium sees.
 func (s *Session) stageUpload(p string) (guest string, size int64, err error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	var f *os.File
+	if open := s.environment().Open; open != nil {
+		f, err = open(p)
+	} else {
+		f, err = os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	}
 	if err != nil {
 		return "", 0, err
 	}

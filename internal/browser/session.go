@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +29,11 @@ type Env struct {
 	Files string
 	// Resolve opens den:// URLs; nil refuses them.
 	Resolve Resolver
+	// Open opens a file of the computer by its path inside it, for
+	// upload (Action.Path is then that path), as the computer could
+	// open it itself; nil: Action.Path is a host path the caller
+	// checked.
+	Open func(guestPath string) (*os.File, error)
 }
 
 // Resolver opens what a den:// URL names, for a page to load.

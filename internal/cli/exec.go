@@ -293,7 +293,7 @@ func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer,
 	if isTerminal(g.stdin) {
 		faces.Mode = permission.Wait
 	}
-	host, _, _, stopHost, err := session.HostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, sessionID, *o, faces, nil)
+	host, _, _, stopHost, err := session.HostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, sessionID, *o, faces, nil, nil)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -28,6 +28,8 @@ type Config struct {
 	// keyed by the client's name ("*": every client without a table of
 	// its own). See MCPClient.
 	MCPClients map[string]MCPClient `toml:"mcp_clients"`
+	// Browser is the agents' browsers' settings.
+	Browser Browser `toml:"browser"`
 
 	path string
 }
@@ -57,6 +59,37 @@ type Server struct {
 	// operator at: a mailto: or https: URI. Unset, den uses the https
 	// origin the browser subscribed from, or mailto:den@localhost.
 	PushContact string `toml:"push_contact"`
+}
+
+// Browser shapes every agent's browser; unset values are den's
+// defaults.
+type Browser struct {
+	// Chromium is the program to run (chromium-headless-shell, else
+	// chromium, found on PATH and in /usr/lib/chromium when unset).
+	Chromium string `toml:"chromium"`
+	// MaxTabs is the tabs a session may have open (5).
+	MaxTabs int `toml:"max_tabs"`
+	// TabIdle closes a tab no action used for that long ("30m").
+	TabIdle string `toml:"tab_idle"`
+	// Idle stops an agent's Chromium unused for that long ("10m").
+	Idle string `toml:"idle"`
+}
+
+// Durations reads TabIdle and Idle (zero when unset).
+func (b Browser) Durations() (tabIdle, idle time.Duration, err error) {
+	for _, f := range []struct {
+		s string
+		d *time.Duration
+		k string
+	}{{b.TabIdle, &tabIdle, "tab_idle"}, {b.Idle, &idle, "idle"}} {
+		if f.s == "" {
+			continue
+		}
+		if *f.d, err = time.ParseDuration(f.s); err != nil || *f.d <= 0 {
+			return 0, 0, fmt.Errorf("browser.%s %q: want a positive duration such as \"10m\"", f.k, f.s)
+		}
+	}
+	return tabIdle, idle, nil
 }
 
 // Sandbox chooses the backend.
@@ -135,7 +168,14 @@ type Agent struct {
 	// A session may differ (/memory). (Memory above is the computer's
 	// RAM.)
 	Remember *bool `toml:"remember"`
+	// Browser gives the agent a web browser (the browser_use tool and
+	// den-browser); unset, on where Chromium is installed.
+	Browser *bool `toml:"browser"`
 }
+
+// BrowserOn reports whether the agent may have a browser: unless
+// browser = false.
+func (a Agent) BrowserOn() bool { return a.Browser == nil || *a.Browser }
 
 // MemoryOn reports whether the agent's sessions have memory unless a
 // session says otherwise.
@@ -261,6 +301,12 @@ func (c *Config) validate(data []byte) error {
 	}
 	if err := c.validateMCPClients(data); err != nil {
 		return err
+	}
+	if _, _, err := c.Browser.Durations(); err != nil {
+		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"browser"}), err)
+	}
+	if c.Browser.MaxTabs < 0 || c.Browser.MaxTabs > 50 {
+		return fmt.Errorf("%w: %s:%d: browser.max_tabs %d: want 1 to 50", ErrInvalid, c.path, lineOf(data, toml.Key{"browser", "max_tabs"}), c.Browser.MaxTabs)
 	}
 	for name, p := range c.Providers {
 		switch p.Type {

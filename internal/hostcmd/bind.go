@@ -28,7 +28,7 @@ func LinkNames() []string {
 	return []string{
 		"den-open", "xdg-open", "x-www-browser", "sensible-browser", "www-browser",
 		"den-notify", "den-ask", "den-model", "den-sessions", "den-config",
-		"den-clipboard", "den-speak", "den-location", "den-camera", "den-mcp",
+		"den-clipboard", "den-speak", "den-location", "den-camera", "den-mcp", "den-browser",
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"slices"
 	"unsafe"
@@ -24,48 +25,64 @@ import (
 // afterwards, so den's other threads never see those credentials.
 // When the switch cannot be verified, nothing is read.
 func (d *Dir) ReadFileAs(rel string, max int64, id *Identity) ([]byte, error) {
+	var data []byte
+	err := d.as(id, func() (err error) {
+		data, err = d.ReadFile(rel, max)
+		return err
+	})
+	return data, err
+}
+
+// OpenAs is Open with the kernel's permission checks made as id, as
+// ReadFileAs reads: the file is opened on a thread with id's
+// credentials, and read afterwards by anyone holding it.
+func (d *Dir) OpenAs(rel string, id *Identity) (*os.File, error) {
+	var f *os.File
+	err := d.as(id, func() (err error) {
+		f, err = d.Open(rel)
+		return err
+	})
+	return f, err
+}
+
+// as runs fn with the filesystem credentials of id (see ReadFileAs),
+// or as den when it cannot or need not take them on.
+func (d *Dir) as(id *Identity, fn func() error) error {
 	euid := unix.Geteuid()
 	if id == nil || euid != 0 || (id.UID == euid && id.GID == unix.Getegid()) {
-		return d.ReadFile(rel, max)
+		return fn()
 	}
-	done := make(chan readResult, 1)
-	go d.readAs(rel, max, id, done)
-	r := <-done
-	return r.data, r.err
+	done := make(chan error, 1)
+	go d.runAs(id, fn, done)
+	return <-done
 }
 
-type readResult struct {
-	data []byte
-	err  error
-}
-
-// readAs reads rel as id on the calling goroutine's thread, locked to
-// it and never unlocked: when the goroutine returns, the runtime ends
-// the thread, and the credentials set here with it. Nor does a locked
+// runAs runs fn as id on the calling goroutine's thread, locked to it
+// and never unlocked: when the goroutine returns, the runtime ends the
+// thread, and the credentials set here with it. Nor does a locked
 // thread start new ones (the runtime's template thread does), so no
 // thread inherits them.
 //
 // The main thread is the exception: the runtime wedges it rather than
-// end it, and it would live on with id's credentials. On it, readAs
-// holds the thread and reads on another goroutine, which cannot be
+// end it, and it would live on with id's credentials. On it, runAs
+// holds the thread and runs fn on another goroutine, which cannot be
 // given the held thread; this one's credentials never change, so it is
 // unlocked afterwards.
-func (d *Dir) readAs(rel string, max int64, id *Identity, done chan<- readResult) {
+func (d *Dir) runAs(id *Identity, fn func() error, done chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
-		other := make(chan readResult, 1)
-		go d.readAs(rel, max, id, other)
-		r := <-other
+		other := make(chan error, 1)
+		go d.runAs(id, fn, other)
+		err := <-other
 		runtime.UnlockOSThread()
-		done <- r
+		done <- err
 		return
 	}
 	if err := become(id); err != nil {
-		done <- readResult{err: fmt.Errorf("read %q in %s as uid %d: %w", rel, d.name, id.UID, err)}
+		done <- fmt.Errorf("%s as uid %d: %w", d.name, id.UID, err)
 		return
 	}
-	data, err := d.ReadFile(rel, max)
-	done <- readResult{data, err}
+	done <- fn()
 }
 
 // become sets the calling thread's supplementary groups, fsgid and

@@ -2,6 +2,7 @@ package hostsvc
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -35,8 +36,30 @@ const MaxFileBytes = maxFileRead
 
 // ReadFile reads a file by its path inside the computer.
 func (g GuestFS) ReadFile(guest string) ([]byte, error) {
+	d, rel, as, err := g.locate(guest)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadFileAs(rel, MaxFileBytes, as)
+}
+
+// Open opens a regular file by its path inside the computer, read-only,
+// as ReadFile finds it (no link followed, the computer's permissions).
+func (g GuestFS) Open(guest string) (*os.File, error) {
+	d, rel, as, err := g.locate(guest)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.OpenAs(rel, as)
+}
+
+// locate finds the host folder a guest path is beneath, the path's
+// rest and who reads it.
+func (g GuestFS) locate(guest string) (*hostfs.Dir, string, *hostfs.Identity, error) {
 	if !path.IsAbs(guest) {
-		return nil, fmt.Errorf("%s: not an absolute path", guest)
+		return nil, "", nil, fmt.Errorf("%s: not an absolute path", guest)
 	}
 	guest = path.Clean(guest)
 	binds := append([]GuestBind(nil), g.Binds...)
@@ -52,12 +75,11 @@ func (g GuestFS) ReadFile(guest string) ([]byte, error) {
 		}
 	}
 	if rel == "" {
-		return nil, fmt.Errorf("%s: is a directory", guest)
+		return nil, "", nil, fmt.Errorf("%s: is a directory", guest)
 	}
 	d, err := hostfs.OpenDirNamed(base, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", guest, err)
+		return nil, "", nil, fmt.Errorf("%s: %w", guest, err)
 	}
-	defer d.Close()
-	return d.ReadFileAs(rel, MaxFileBytes, as)
+	return d, rel, as, nil
 }

@@ -112,6 +112,9 @@ type Service struct {
 	// MCP is the session's MCP servers (den-mcp); nil where the face
 	// runs none.
 	MCP MCP
+	// Browser is the session's web browser (den-browser); nil where the
+	// agent has none.
+	Browser Browser
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -178,6 +181,11 @@ func Commands() []Command {
 		{Name: "den-mcp", Usage: "den-mcp list | tools SERVER | call SERVER TOOL [JSON] | resources SERVER | read SERVER URI | prompts SERVER\n" +
 			"  The MCP servers the user connected: list them, list a server's tools, call a tool (its arguments as one JSON object, or on standard input; decided as your own call of that tool is), list or read its resources, list its prompts.",
 			Parse: (*Service).parseMCP},
+		{Name: "den-browser", Usage: "den-browser ACTION [--name VALUE ...] [--json OBJECT]\n" +
+			"  Drive the agent's web browser, the one the browser_use tool drives: navigate URL, snapshot, click --index N, type --index N --text T [--submit], " +
+			"get_readable, screenshot, get_cookies (the values go to an env file in /den/offloads), ... (den-browser help lists them). " +
+			"A value of - is read from standard input.",
+			Parse: (*Service).parseBrowser},
 	}
 }
 

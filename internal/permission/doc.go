@@ -28,6 +28,11 @@
 // Gate.CheckWith. den-mcp itself (list, tools, resources, prompts) is
 // allowed; den-mcp read of a resource asks under restricted; den-mcp
 // call is decided as the tool's own call is.
+// The browser (den-browser, and the model's browser_use tool) is
+// decided as command "den-browser", action the browser's action,
+// subject the page's site: browsing is allowed at every level;
+// execute_js asks under trusted and restricted; get_cookies,
+// set_cookies and upload ask under restricted.
 // Calls of MCP clients (mcp-client, another agent using den through its
 // MCP server) are decided by the same table: reads are allowed; run and
 // write_file are allowed under trusted and ask under restricted; exec

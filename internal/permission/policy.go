@@ -48,6 +48,10 @@ const (
 	CmdLocation  = "den-location"
 	CmdCamera    = "den-camera"
 	CmdMCP       = "den-mcp"
+	// CmdBrowser is den-browser, and the model's browser_use tool too:
+	// its action is the browser's action, its subject the site of the
+	// page it acts on (the URL's host, or "den" for den:// files).
+	CmdBrowser = "den-browser"
 	// MCP is the command under which the gate decides and audits the
 	// calls of MCP servers' tools: action "call", subject
 	// "SERVER/TOOL". DecideMCP gives its defaults.
@@ -95,6 +99,11 @@ var defaults = map[Trust]map[string]Decision{
 		CmdMCPClient + " write_file": Allow,
 		CmdMCPClient + " exec":       Ask,
 		CmdMCPClient:                 Allow,
+		// The agent browses as it runs commands; a script of its own
+		// in a page (which can read what the page shows, logins
+		// included) asks.
+		CmdBrowser:                 Allow,
+		CmdBrowser + " execute_js": Ask,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -121,6 +130,14 @@ var defaults = map[Trust]map[string]Decision{
 		CmdMCPClient + " write_file": Ask,
 		CmdMCPClient + " exec":       Ask,
 		CmdMCPClient:                 Allow,
+		// Browsing is allowed; what hands the page's secrets to the
+		// computer, changes them, runs a script in the page or gives a
+		// file of the computer to a site asks.
+		CmdBrowser:                  Allow,
+		CmdBrowser + " execute_js":  Ask,
+		CmdBrowser + " get_cookies": Ask,
+		CmdBrowser + " set_cookies": Ask,
+		CmdBrowser + " upload":      Ask,
 	},
 }
 

@@ -42,6 +42,9 @@ type engine struct {
 	files    hostsvc.GuestFS // reads the computer's files as its root would
 	warned   map[string]bool // models whose unknown facts were told, MCP warnings given
 	mcp      *mcpclient.Set  // the session's MCP servers, started at their first use
+	web      webSession      // the session's browser, made at its first action
+	rt       *Runtime
+	session  string
 }
 
 // start opens the session's computer and starts it.
@@ -50,7 +53,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{agent: sess.Agent, comp: comp, warned: map[string]bool{}}
+	e := &engine{agent: sess.Agent, comp: comp, warned: map[string]bool{}, rt: r, session: sess.ID}
 	e.info, _, _ = comp.Info()
 	faces := Faces{
 		Emit:   func(ev any) { r.emit(sess.ID, ev) },
@@ -61,7 +64,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	if r.o.Devices {
 		faces.Device = r.devices.Request
 	}
-	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces, hostMCP{e})
+	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces, hostMCP{e}, r.hostBrowserOf(e))
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +77,11 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		stop()
 		return nil, err
 	}
-	if e.reg, err = tool.NewRegistry(append(tool.Builtin(), tool.MemoryTools()...)...); err != nil {
+	tools := append(tool.Builtin(), tool.MemoryTools()...)
+	if r.browserReady(sess.Agent) {
+		tools = append(tools, browserTool{r: r, e: e})
+	}
+	if e.reg, err = tool.NewRegistry(tools...); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -117,6 +124,7 @@ func (r *Runtime) memoryOn(ctx context.Context, sess store.Session) (bool, error
 }
 
 func (e *engine) close() {
+	e.web.close()
 	if e.mcp != nil {
 		e.mcp.Close()
 	}
@@ -186,10 +194,10 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	base := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
 		Network: e.opts.Network, Mounts: mounts,
-		// What den offers this agent today: host commands, memory and
-		// skills. Attachments and the browser are not yet features of
-		// den.
-		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember, Skills: true},
+		// What den offers this agent: host commands, memory, skills and
+		// the browser. (Attachments are told with each message that
+		// has them.)
+		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember, Skills: true, Browser: e.hasBrowser()},
 	}, instructions, now)
 	sections := []agent.Section{{Name: agent.PartSystem, Text: base}}
 	if p := r.skillsPrompt(e.skills, sess.ID, targets[0].Info.ContextWindow, now); p != "" {

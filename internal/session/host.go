@@ -34,10 +34,11 @@ type Faces struct {
 // the agent's policy around each command, served on the session's
 // socket by a broker of its own. stop releases them.
 //
-// mcp gives den-mcp the session's MCP servers; nil where the face runs
-// none (den-mcp then says they are not available).
+// mcp gives den-mcp the session's MCP servers, browser den-browser the
+// session's browser; nil where the face runs none (the command then
+// says it is not available).
 func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *computer.Computer, agentName, session string,
-	o computer.SessionOptions, faces Faces, mcp hostsvc.MCP) (host *computer.HostCommands, gate *permission.Gate, policy permission.Policy, stop func(), err error) {
+	o computer.SessionOptions, faces Faces, mcp hostsvc.MCP, browser hostsvc.Browser) (host *computer.HostCommands, gate *permission.Gate, policy permission.Policy, stop func(), err error) {
 	ac := cfg.Agent(agentName)
 	policy, err = permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	if err != nil {
@@ -62,6 +63,7 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Attachments: filepath.Join(comp.SessionDir(session), "attachments"),
 		Device:      faces.Device,
 		MCP:         mcp,
+		Browser:     browser,
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {

@@ -114,6 +114,7 @@ type Runtime struct {
 	catalogs  sync.Map // agent name → *skill.Catalog: kept, as it remembers what it verified
 
 	devices *Devices // the browsers host commands reach (Options.Devices)
+	web     browsers // the agents' own web browsers
 
 	mu      sync.Mutex
 	live    map[string]*live
@@ -722,6 +723,7 @@ func (r *Runtime) Close() {
 	for _, e := range engines {
 		e.close()
 	}
+	r.closeBrowsers()
 	r.hub.close()
 }
 
