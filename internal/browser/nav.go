@@ -256,7 +256,10 @@ func (s *Session) after(ctx context.Context, t *tab, m mark, res *Result, did st
 		what = fmt.Sprintf("the page opened a new tab %d, now current", cur.id)
 		t, prev = cur, nil
 	case docs > m.documents:
-		what = "the page navigated to " + fromDenURL(t.url()) + "." + t.statusNote()
+		what = "the page navigated to " + fromDenURL(t.url())
+		if note := t.statusNote(); note != "" {
+			what += "." + strings.TrimSuffix(note, ".")
+		}
 		prev = nil
 	case navs > m.navigations:
 		what = "the page changed its address to " + fromDenURL(t.url())

@@ -59,32 +59,34 @@ func (r *Result) OK() bool { return r.Code == Done }
 
 // Snapshot is a page described for a model.
 type Snapshot struct {
-	URL, Title string
+	URL   string `json:"url"`
+	Title string `json:"title"`
 	// Page of Pages: long pages are cut at line boundaries near
 	// Options.SnapshotSize characters.
-	Page, Pages int
+	Page  int `json:"page"`
+	Pages int `json:"pages"`
 	// Elements is the number of indexed elements in the whole
 	// snapshot.
-	Elements int
+	Elements int `json:"elements"`
 	// Text holds this page's lines.
-	Text string
+	Text string `json:"text"`
 }
 
 // TabInfo is one of a session's tabs.
 type TabInfo struct {
-	ID      int
-	URL     string
-	Title   string
-	Current bool
+	ID      int    `json:"id"`
+	URL     string `json:"url"`
+	Title   string `json:"title"`
+	Current bool   `json:"current"`
 }
 
 // Download is a file the page downloaded, now in the session's
 // workspace.
 type Download struct {
-	Name  string // as saved
-	Path  string // guest path: /workspace/downloads/NAME
-	URL   string
-	Bytes int64
+	Name  string `json:"name"` // as saved
+	Path  string `json:"path"` // guest path: /workspace/downloads/NAME
+	URL   string `json:"url"`
+	Bytes int64  `json:"bytes"`
 }
 
 // Cookie is a browser cookie. Its JSON form also accepts the names

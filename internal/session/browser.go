@@ -493,7 +493,7 @@ func (h hostBrowser) Do(ctx context.Context, input json.RawMessage) (any, error)
 		return nil, &hostsvc.BrowserError{Code: "unavailable", Message: err.Error()}
 	}
 	if !res.OK() {
-		return nil, &hostsvc.BrowserError{Code: string(res.Code), Message: browserText(res)}
+		return nil, &hostsvc.BrowserError{Code: string(res.Code), Message: res.Text()}
 	}
 	return browserData(res), nil
 }
