@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/browser"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/mcpclient"
@@ -21,6 +22,7 @@ import (
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/netns"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/session"
 )
 
 // Free disk below which provisioning and package installs are likely to
@@ -47,8 +49,9 @@ func doctorCmd(g *globals) *cobra.Command {
 		Long: `Report the sandbox backend and the isolation tier in force, and every check
 behind them: bwrap and its version, user namespaces, seccomp, cgroups,
 the agent's rootfs, free disk, and a real start of the agent's computer;
-and the agent's MCP servers, marking those that run on the host with your
-rights (den mcp test starts one).
+the agent's MCP servers, marking those that run on the host with your
+rights (den mcp test starts one); and the agent's browser: Chromium and
+what it needs, and the memory it uses when it runs.
 Exits 1 when den cannot run commands.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,6 +88,9 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 	}
 	dataDir := DataDir(g.dataDir)
 	add(diskCheck(dataDir))
+	for _, c := range browserChecks(cfg, dataDir, agent) {
+		add(c)
+	}
 
 	b, err := newBackend(g.backend, cfg)
 	if err != nil {
@@ -403,4 +409,30 @@ func lookHostPath(command string) (string, error) {
 		}
 	}
 	return "", exec.ErrNotFound
+}
+
+// browserChecks report the agent's browser: the programs it needs, and
+// what its Chromium uses when one runs (in any den process). None is
+// fatal: without a browser, the agent has no browser_use.
+func browserChecks(cfg *config.Config, dataDir, agent string) []sandbox.Check {
+	if !cfg.Agent(agent).BrowserOn() {
+		return []sandbox.Check{{Name: "browser", OK: true, Detail: "off for agent " + agent + " (agents." + agent + ".browser = false)"}}
+	}
+	b, err := browser.New(browser.Options{Dir: filepath.Join(dataDir, "agents", agent, "browser"), Chromium: cfg.Browser.Chromium})
+	if err != nil {
+		return []sandbox.Check{{Name: "browser", Detail: err.Error()}}
+	}
+	defer b.Close()
+	checks := b.Check()
+	m, err := session.BrowserMemory(dataDir, agent)
+	c := sandbox.Check{Name: "browser memory", OK: err == nil}
+	switch {
+	case err != nil:
+		c.Detail = err.Error()
+	case !m.Running:
+		c.Detail = "not running (Chromium starts at the agent's first browser action, and stops when idle)"
+	default:
+		c.Detail = fmt.Sprintf("%s in %d processes (resident %s, shared pages counted in each)", human(m.PSS), m.Processes, human(m.RSS))
+	}
+	return append(checks, c)
 }

@@ -3,9 +3,12 @@ package clitest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"den.dev/den/internal/llm/llmtest"
@@ -215,5 +218,36 @@ cat /tmp/nav.json /tmp/click.json /tmp/missing.json /tmp/js.json`
 	}
 	if out := string(off.Requests()[1].Body); !strings.Contains(out, "exit=4") || !strings.Contains(out, "not_available") {
 		t.Errorf("den-browser with browser = false:\n%s", clipped(out))
+	}
+}
+
+// TestBrowserInDaemon: in den serve, the browser outlives the turn (it
+// stops when idle), den doctor reports the memory its Chromium uses,
+// and stopping the daemon ends Chromium.
+func TestBrowserInDaemon(t *testing.T) {
+	sandboxtest.Need(t, "chromium-headless-shell", "chromium-headless-shell")
+	p, _ := serveWith(t, "",
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "browser_use", Input: `{"action":"navigate","url":"data:text/html,<title>Hi</title><button>Go</button>"}`}}},
+		llmtest.Turn{Text: "opened"})
+	id := p.api(t, "POST", "/api/v1/sessions", map[string]any{"agent": "default"}, http.StatusCreated)["id"].(string)
+	sent := p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "open it"}, http.StatusAccepted)
+	waitIdle(t, p, id, sent["message_id"].(string))
+	doc := p.den.Run("doctor")
+	line := regexp.MustCompile(`browser memory: ([0-9.]+ [KMG]iB) in (\d+) processes`).FindStringSubmatch(doc.Stdout)
+	if line == nil {
+		t.Fatalf("den doctor does not report the browser's memory:\n%s", doc.Stdout)
+	}
+	t.Logf("idle browser with one tab: %s in %s processes", line[1], line[2])
+	// The browser's record names its sandbox's first process.
+	rec, err := os.ReadFile(filepath.Join(p.den.AgentDir("default"), "browser", "running"))
+	var pid int
+	if _, serr := fmt.Sscan(string(rec), &pid); err != nil || serr != nil || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("no running Chromium recorded: %q %v", rec, err)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	waitFor(t, "Chromium to end with den serve", func() bool { return syscall.Kill(pid, 0) != nil || zombie(pid) })
+	if doc := p.den.Run("doctor"); !strings.Contains(doc.Stdout, "browser memory: not running") {
+		t.Errorf("den doctor after den serve stopped:\n%s", doc.Stdout)
 	}
 }
