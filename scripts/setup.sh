@@ -10,13 +10,16 @@ cd "$(dirname "$0")/.."
 GO_VERSION=1.26.8
 pkgs=(bubblewrap debootstrap busybox-static ca-certificates tar xz-utils zstd)
 pkgs+=(slirp4netns uidmap)
+# The agent's web browser: Chromium's headless shell, with fonts to draw
+# pages with.
+pkgs+=(chromium-headless-shell fonts-dejavu-core)
 if [ "${1:-}" = --test ]; then
 	pkgs+=(proot util-linux passwd hyperfine espeak-ng iproute2 python3 systemd)
 	# The web face's tests drive real Chromium (the headless shell, and
 	# the full browser where notifications are tested: the shell has
 	# none); npm re-fetches the vendored browser libraries to check the
 	# committed copies.
-	pkgs+=(chromium-headless-shell chromium fonts-dejavu-core)
+	pkgs+=(chromium)
 	# A Node.js from elsewhere brings its own npm (and conflicts with
 	# Debian's): install Debian's only when there is none.
 	if ! command -v npm >/dev/null; then pkgs+=(nodejs npm); fi
