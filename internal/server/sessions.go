@@ -82,12 +82,13 @@ type agentJSON struct {
 	Pids             int64             `json:"pids"`       // 0: den's default
 	CPUWeight        uint64            `json:"cpu_weight"` // 0: den's default
 	Remember         bool              `json:"remember"`   // the agent's memory is on for its sessions (each may differ)
+	Browser          bool              `json:"browser"`    // the agent may have a web browser (agents.NAME.browser)
 }
 
 func agentOf(name string, a config.Agent) agentJSON {
 	out := agentJSON{Name: name, Model: a.Model, Trust: a.Trust, Instructions: a.Instructions, InstructionsFile: a.InstructionsFile,
 		Network: a.Network, Mounts: a.Mounts, Rootfs: a.Rootfs, Permissions: a.Permissions, AllowedModels: a.AllowedModels,
-		Memory: a.Memory, Tmp: a.Tmp, Disk: a.Disk, Pids: a.Pids, CPUWeight: a.CPUWeight, Remember: a.MemoryOn()}
+		Memory: a.Memory, Tmp: a.Tmp, Disk: a.Disk, Pids: a.Pids, CPUWeight: a.CPUWeight, Remember: a.MemoryOn(), Browser: a.BrowserOn()}
 	if out.Trust == "" {
 		out.Trust = string(permission.Trusted)
 	}

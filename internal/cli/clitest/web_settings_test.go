@@ -54,6 +54,7 @@ func TestWebSettings(t *testing.T) {
 		chromedp.Click(chromedp.Search(`//form[@aria-label="Agent default"]//button[text()="Add folder"]`)),
 		chromedp.Click(chromedp.Search(`//form[@aria-label="Agent default"]//button[text()="Add a permission"]`)),
 		chromedp.SendKeys(chromedp.CSS(agent+`input[aria-label="Command"]`), "den-camera"),
+		chromedp.Click(chromedp.CSS(agent+`input[name="browser"]`)),
 	)
 	b.exec(`(() => { const s = document.querySelector('form[aria-label="Agent default"] select[aria-label^="Decision"]');
 		s.value = "deny"; s.dispatchEvent(new Event("change", {bubbles: true})) })()`)
@@ -63,7 +64,7 @@ func TestWebSettings(t *testing.T) {
 	b.waitText(".settings .banner", "Agent default saved.")
 	file := configFile(t, d)
 	for _, want := range []string{`model = "anthropic/claude-opus-5"`, `instructions = "Answer like a pirate."`, `network = "off"`,
-		folder + `:/mnt/notes:ro`, `den-camera = "deny"`} {
+		folder + `:/mnt/notes:ro`, `den-camera = "deny"`, `browser = false`} {
 		if !strings.Contains(file, want) {
 			t.Errorf("the config file lacks %s:\n%s", want, file)
 		}

@@ -108,6 +108,7 @@ function AgentForm({ a, save, fallback }) {
   const [trust, setTrust] = useState(a.trust || "trusted");
   const [network, setNetwork] = useState(a.network || "on");
   const [remember, setRemember] = useState(a.remember !== false);
+  const [browse, setBrowse] = useState(a.browser !== false);
   const [instructions, setInstructions] = useState(a.instructions || "");
   const [mounts, setMounts] = useState(a.mounts || []);
   const [perms, setPerms] = useState(Object.entries(a.permissions || {}));
@@ -129,6 +130,7 @@ function AgentForm({ a, save, fallback }) {
     put("trust", trust, a.trust || "trusted");
     put("network", network, a.network || "on");
     if (remember !== (a.remember !== false)) set[key(...prefix, "remember")] = remember;
+    if (browse !== (a.browser !== false)) set[key(...prefix, "browser")] = browse;
     put("instructions", instructions, a.instructions || "");
     if (JSON.stringify(mounts) !== JSON.stringify(a.mounts || [])) put("mounts", mounts, a.mounts || []);
     const was = a.permissions || {};
@@ -154,6 +156,8 @@ function AgentForm({ a, save, fallback }) {
     </div>
     <label class="check"><input type="checkbox" name="remember" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} />
       Memory: remember across sessions (/den/memory; each chat can turn it off)</label>
+    <label class="check"><input type="checkbox" name="browser" checked=${browse} onChange=${(e) => setBrowse(e.target.checked)} />
+      Browser: a web browser of its own (logins kept for this agent; from the next chat)</label>
     <label>Instructions <textarea name="instructions" rows="4" placeholder="Extra instructions for this agent's system prompt"
       value=${instructions} onInput=${(e) => setInstructions(e.target.value)}></textarea></label>
     ${a.instructions_file && html`<p class="muted">Also read from ${a.instructions_file}.</p>`}
