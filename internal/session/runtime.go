@@ -389,11 +389,9 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 	} else if len(q) == 0 && !cont {
 		return res, nil, false
 	}
-	if l.eng == nil {
-		if l.eng, err = r.start(ctx, l, sess); err != nil {
-			r.finish(l.id, res, err)
-			return res, err, true
-		}
+	if err := r.ensureEngine(ctx, l, sess); err != nil {
+		r.finish(l.id, res, err)
+		return res, err, true
 	}
 	cfg, err := r.turnConfig(ctx, l.eng, sess, opts)
 	if err != nil {
@@ -414,6 +412,26 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 	}
 	r.finish(l.id, res, err)
 	return res, err, true
+}
+
+// ensureEngine starts the session's computer when it is not running.
+// Only the session's worker (or Compact, which holds the session like
+// one) starts it; l.eng changes under r.mu, as the faces read it.
+func (r *Runtime) ensureEngine(ctx context.Context, l *live, sess store.Session) error {
+	r.mu.Lock()
+	running := l.eng != nil
+	r.mu.Unlock()
+	if running {
+		return nil
+	}
+	e, err := r.start(ctx, l, sess)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	l.eng = e
+	r.mu.Unlock()
+	return nil
 }
 
 // finish tells the faces how a run ended: done, and the session's new
@@ -756,10 +774,8 @@ func (r *Runtime) Compact(ctx context.Context, sessionID string, opts TurnOption
 	if err != nil {
 		return 0, err
 	}
-	if l.eng == nil {
-		if l.eng, err = r.start(ctx, l, sess); err != nil {
-			return 0, err
-		}
+	if err := r.ensureEngine(ctx, l, sess); err != nil {
+		return 0, err
 	}
 	cfg, err := r.turnConfig(ctx, l.eng, sess, opts)
 	if err != nil {
