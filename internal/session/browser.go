@@ -419,12 +419,26 @@ func (t browserTool) Run(ctx context.Context, env *tool.Env, input json.RawMessa
 func browserText(res *browser.Result) string {
 	text := res.Text()
 	if res.File != "" {
-		text += "\nSaved as " + res.File
+		text += "\nSaved as " + res.File + denLink(res.File)
+	}
+	for _, d := range res.Downloads {
+		if link := denLink(d.Path); link != "" {
+			text += "\n" + d.Path + link
+		}
 	}
 	if res.Code != browser.Done {
 		text = "[" + string(res.Code) + "] " + text
 	}
 	return text
+}
+
+// denLink is " (den://…)" for a file of the computer the faces can
+// show, "" for another.
+func denLink(guest string) string {
+	if u, ok := resource.FromGuest(guest); ok {
+		return " (" + u.String() + ")"
+	}
+	return ""
 }
 
 // hostBrowser gives den-browser the session's browser.

@@ -116,7 +116,7 @@ func TestBrowserTaskThroughDenRun(t *testing.T) {
 		{6, []string{`Welcome, Ada`, `Order 1001: shipped`}},
 		{7, []string{`session`, `/den/offloads/cookies-`}},
 		{8, []string{`cookie-reached-the-shell`}},
-		{9, []string{`/den/browser/screenshot-`, `"type":"image"`}},
+		{9, []string{`/den/browser/screenshot-`, `(den://browser/screenshot-`, `"type":"image"`}},
 		{10, []string{`[not_found]`, `#nothing-here`}},
 	}
 	for _, c := range checks {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/cli"
+	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
@@ -92,6 +93,30 @@ func TestUnprivileged(t *testing.T) {
 	})
 
 	t.Run("ForkBomb", func(t *testing.T) { testUnprivForkBomb(t, u) })
+
+	t.Run("Browser", func(t *testing.T) {
+		// The agent's browser runs for an ordinary user too, its
+		// profile that user's.
+		sandboxtest.Need(t, "chromium-headless-shell", "chromium-headless-shell")
+		fake := llmtest.NewAnthropic(t,
+			llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_1", Name: "browser_use",
+				Input: `{"action":"navigate","url":"data:text/html,<title>Mine</title><button onclick=\"document.title='Clicked'\">Press</button>"}`}}},
+			llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_2", Name: "browser_use", Input: `{"action":"click","index":1}`}}},
+			llmtest.Turn{Text: "done"})
+		u.env = []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}
+		defer func() { u.env = nil }()
+		if r := u.den(t, "run", "press it"); r.Code != 0 {
+			t.Fatalf("den run as %s: %v", u.Name, r)
+		}
+		reqs := fake.Requests()
+		if len(reqs) != 3 || !strings.Contains(string(reqs[1].Body), `[1] button \"Press\"`) || !strings.Contains(string(reqs[2].Body), "Clicked") {
+			t.Errorf("the browser's results as %s: %d requests", u.Name, len(reqs))
+		}
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(u.Home, "den", "agents", "default", "browser", "profile"), &st); err != nil || int(st.Uid) != u.UID {
+			t.Errorf("the profile: %v, uid %d, want %d", err, st.Uid, u.UID)
+		}
+	})
 }
 
 // testUnprivForkBomb runs a fork bomb as the account and checks that
@@ -175,6 +200,7 @@ func testUnprivForkBomb(t *testing.T, u *unprivUser) {
 type unprivUser struct {
 	*sandboxtest.User
 	bin string
+	env []string // KEY=value added to what den runs with
 }
 
 // newUnprivUser makes a throwaway user and copies den where it can run
@@ -205,6 +231,7 @@ func (u *unprivUser) run(t *testing.T, name string, args ...string) Result {
 	cmd := u.Command(ctx, name, args...)
 	cmd.Env = append(cmd.Env,
 		"DEN_HOME="+filepath.Join(u.Home, "den"), "XDG_CONFIG_HOME="+filepath.Join(u.Home, "config"))
+	cmd.Env = append(cmd.Env, u.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
