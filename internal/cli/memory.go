@@ -167,24 +167,11 @@ func withMemory(ctx context.Context, g *globals, agentName string, fn func(*sess
 	if err := computer.ValidName("agent", agentName); err != nil {
 		return usageError{err}
 	}
-	cfg, err := g.config()
+	rt, done, err := cliRuntime(g, "den memory")
 	if err != nil {
 		return err
 	}
-	st, err := g.openStore()
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rt, err := session.New(session.Options{Store: st, DataDir: DataDir(g.dataDir), Config: cfg, Holder: "den memory",
-		Computer: func(ctx context.Context, name string) (*computer.Computer, computer.SessionOptions, error) {
-			f := computerFlags{agent: name}
-			return f.open(ctx, g)
-		}})
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
+	defer done()
 	b, err := rt.Memory(ctx, agentName)
 	if err != nil {
 		return err

@@ -36,64 +36,75 @@ func (r *Runtime) Rollup(ctx context.Context, agentName string, now time.Time) (
 	if err != nil {
 		return memory.Rolled{}, "", err
 	}
+	var sessionID string
+	model := func(ctx context.Context, system, prompt string) (string, error) {
+		text, id, err := r.oneShot(ctx, agentName, "", "Memory rollup "+now.Format("2006-01-02"), PurposeRollup, system, prompt, 4096)
+		sessionID = id
+		return text, err
+	}
+	rolled, err := b.Rollup(ctx, model, now)
+	return rolled, sessionID, err
+}
+
+// oneShot asks the agent's model (or model, a ref) one question
+// outside any conversation, and keeps the question and its answer as a
+// session of the agent with the given title, whose usage and cost are
+// recorded like any other's under purpose. It returns the answer's
+// text and that session's id ("" when none was made).
+func (r *Runtime) oneShot(ctx context.Context, agentName, model, title, purpose, system, prompt string, maxTokens int) (string, string, error) {
 	cfg := r.Config()
 	res := &models.Resolver{Config: cfg}
-	ref := cfg.Agent(agentName).Model
+	ref := firstNonEmpty(model, cfg.Agent(agentName).Model)
+	var err error
 	if ref == "" {
 		if ref, err = res.Default(); err != nil {
-			return memory.Rolled{}, "", err
+			return "", "", err
 		}
 	}
 	targets, err := res.Resolve(ref)
 	if err != nil {
-		return memory.Rolled{}, "", err
+		return "", "", err
 	}
 	policy, err := retryPolicy(cfg, 0)
 	if err != nil {
-		return memory.Rolled{}, "", err
+		return "", "", err
 	}
 	chain := &retry.Model{Targets: targets, Open: models.Open, Policy: policy, Strategy: strategyOf(cfg, ref)}
-	var sessionID string
-	model := func(ctx context.Context, system, prompt string) (string, error) {
-		if err := r.st.EnsureAgent(ctx, agentName); err != nil {
-			return "", err
-		}
-		sess, err := r.st.CreateSession(ctx, agentName, ref)
-		if err != nil {
-			return "", err
-		}
-		sessionID = sess.ID
-		if err := r.st.SetTitle(ctx, sess.ID, "Memory rollup "+now.Format("2006-01-02")); err != nil {
-			return "", err
-		}
-		question := llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}}
-		if _, err := r.st.Append(ctx, sess.ID, question); err != nil {
-			return "", err
-		}
-		var c llm.Collector
-		start := time.Now()
-		req := &llm.Request{Model: targets[0].Model, System: system, Messages: []llm.Message{question}, MaxTokens: 4096, Thinking: llm.ThinkingOff}
-		for ev, err := range chain.Stream(ctx, req) {
-			if err != nil {
-				return "", err
-			}
-			c.Add(ev)
-		}
-		turn := c.Turn()
-		if err := r.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: sess.ID, Model: firstNonEmpty(turn.Model, targets[0].Ref),
-			Purpose: PurposeRollup, InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens,
-			CacheReadTokens: turn.Usage.CacheReadTokens, CacheWriteTokens: turn.Usage.CacheWriteTokens,
-			CostUSD: priceOf(chain, turn.Model).Cost(turn.Usage), Latency: time.Since(start)}); err != nil {
-			return "", fmt.Errorf("usage not recorded: %w", err)
-		}
-		if !turn.Done {
-			return "", fmt.Errorf("the answer broke off: %w", llm.ErrStream)
-		}
-		if _, err := r.st.Append(context.WithoutCancel(ctx), sess.ID, turn.Message); err != nil {
-			return "", err
-		}
-		return llm.TextOf(turn.Message), nil
+	if err := r.st.EnsureAgent(ctx, agentName); err != nil {
+		return "", "", err
 	}
-	rolled, err := b.Rollup(ctx, model, now)
-	return rolled, sessionID, err
+	sess, err := r.st.CreateSession(ctx, agentName, ref)
+	if err != nil {
+		return "", "", err
+	}
+	if err := r.st.SetTitle(ctx, sess.ID, title); err != nil {
+		return "", sess.ID, err
+	}
+	question := llm.Message{Role: llm.User, Parts: []llm.Part{&llm.Text{Text: prompt}}}
+	if _, err := r.st.Append(ctx, sess.ID, question); err != nil {
+		return "", sess.ID, err
+	}
+	var c llm.Collector
+	start := time.Now()
+	req := &llm.Request{Model: targets[0].Model, System: system, Messages: []llm.Message{question}, MaxTokens: maxTokens, Thinking: llm.ThinkingOff}
+	for ev, err := range chain.Stream(ctx, req) {
+		if err != nil {
+			return "", sess.ID, err
+		}
+		c.Add(ev)
+	}
+	turn := c.Turn()
+	if err := r.st.RecordUsage(context.WithoutCancel(ctx), store.UsageRecord{Session: sess.ID, Model: firstNonEmpty(turn.Model, targets[0].Ref),
+		Purpose: purpose, InputTokens: turn.Usage.InputTokens, OutputTokens: turn.Usage.OutputTokens,
+		CacheReadTokens: turn.Usage.CacheReadTokens, CacheWriteTokens: turn.Usage.CacheWriteTokens,
+		CostUSD: priceOf(chain, turn.Model).Cost(turn.Usage), Latency: time.Since(start)}); err != nil {
+		return "", sess.ID, fmt.Errorf("usage not recorded: %w", err)
+	}
+	if !turn.Done {
+		return "", sess.ID, fmt.Errorf("the answer broke off: %w", llm.ErrStream)
+	}
+	if _, err := r.st.Append(context.WithoutCancel(ctx), sess.ID, turn.Message); err != nil {
+		return "", sess.ID, err
+	}
+	return llm.TextOf(turn.Message), sess.ID, nil
 }
