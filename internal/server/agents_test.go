@@ -28,6 +28,7 @@ disk = "unlimited"
 pids = 512
 cpu_weight = 200
 remember = false
+browser = false
 
 [agents.writer.permissions]
 den-notify = "allow"
@@ -50,7 +51,7 @@ api_key = "sk-agents-secret-0123456789"
 	a.call("GET", "/api/v1/agents", "", http.StatusOK, &got)
 	want := []agentJSON{{
 		Name: "default", Trust: "trusted", Network: "on",
-		Mounts: []string{}, Permissions: map[string]string{}, AllowedModels: []string{}, Remember: true,
+		Mounts: []string{}, Permissions: map[string]string{}, AllowedModels: []string{}, Remember: true, Browser: true,
 	}, {
 		Name: "writer", Model: "fast", Trust: "restricted", Instructions: "Write short.\nNo emoji.", InstructionsFile: "/home/me/writer.md",
 		Network: "off", Mounts: []string{"/home/me/notes:/mnt/notes:ro", "/srv/data:/data"}, Rootfs: "debian",
