@@ -86,7 +86,7 @@ func (h *Handler) State(w http.ResponseWriter, r *http.Request) error {
 	st := stateJSON{Tabs: []tabJSON{}}
 	if s, err := h.RT.Browser(r.PathValue("id")); err == nil {
 		for _, t := range s.Tabs() {
-			st.Tabs = append(st.Tabs, tabJSON{ID: t.ID, URL: t.URL, Title: t.Title, Current: t.Current})
+			st.Tabs = append(st.Tabs, tabJSON{ID: t.ID, URL: clip(t.URL, maxURL), Title: clip(t.Title, maxTitle), Current: t.Current})
 			st.Active = st.Active || t.Current
 		}
 		st.Control = s.UserHasControl()

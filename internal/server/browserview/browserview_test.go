@@ -56,3 +56,21 @@ func TestBucket(t *testing.T) {
 		t.Error("two messages in one interval taken")
 	}
 }
+
+// TestClip: long addresses and titles are cut at a character's start.
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdefghij", 10, "abcdefghij"},
+		{"abcdefghijk", 10, "abcdefg…"},
+		{"ééééééé", 10, "ééé…"}, // the cut at byte 7 would split the fourth é
+	} {
+		if got := clip(c.s, c.n); got != c.want || len(got) > c.n {
+			t.Errorf("clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+	}
+}

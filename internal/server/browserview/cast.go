@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"den.dev/den/internal/browser"
 )
@@ -143,7 +144,7 @@ func (c *caster) watchPage(ctx context.Context) {
 		var p page
 		for _, t := range c.s.Tabs() {
 			if t.Current {
-				p = page{tab: t.ID, url: t.URL, title: t.Title}
+				p = page{tab: t.ID, url: clip(t.URL, maxURL), title: clip(t.Title, maxTitle)}
 			}
 		}
 		c.h.mu.Lock()
@@ -160,4 +161,24 @@ func (c *caster) watchPage(ctx context.Context) {
 		case <-tk.C:
 		}
 	}
+}
+
+// maxURL and maxTitle bound a page's address and title as sent: a data:
+// URL can be the whole page.
+const (
+	maxURL   = 2048
+	maxTitle = 512
+)
+
+// clip cuts s to at most n bytes, at a character's start, marking the
+// cut with "…".
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
