@@ -52,6 +52,8 @@ func TestWebBrowser(t *testing.T) {
 				llmtest.Turn{Calls: []llmtest.Call{browserUse("toolu_2", `{"action":"snapshot"}`)}},
 				llmtest.Turn{Text: "I see what you did."})
 			b := openBrowser(t, p, sc)
+			// The panel's handlers must not throw.
+			b.exec(`window.denErrors = []; addEventListener("error", (e) => denErrors.push(e.message))`)
 			id := b.newChat()
 			if n := eval[int](b, `document.querySelectorAll('.topbar button[aria-label="Browser"]').length`); n != 0 {
 				t.Error("a Browser button before the agent used its browser")
@@ -94,6 +96,9 @@ func TestWebBrowser(t *testing.T) {
 			b.scrollPicture(sc)
 			b.waitText(".browser-title", "Scrolled")
 			b.shot("taken-over")
+			if errs := eval[[]string](b, `denErrors`); len(errs) > 0 {
+				t.Errorf("errors on the page: %q", errs)
+			}
 
 			b.run(chromedp.Click(chromedp.Search(`//button[text()="Give back"]`)))
 			b.run(chromedp.WaitVisible(chromedp.Search(`//button[text()="Take over"]`)))

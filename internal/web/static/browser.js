@@ -19,7 +19,14 @@ const KEYS = new Set(["Enter", "Backspace", "Tab", "Escape", "Delete", "ArrowLef
 const KEEP = "\u200b";
 // TAP is how far, in screen pixels, a finger may move and still tap.
 const TAP = 8;
+// MOVES is how often, in ms, mouse moves and scrolls are sent at most.
+const MOVES = 33;
+// BUTTONS are the mouse's buttons by a pointer event's button.
+const BUTTONS = ["left", "middle", "right"];
 
+// BrowserView is the panel. It is one component, long as it is: the
+// socket, the picture and the input all use the frame shown and who has
+// control. tick changes when the agent used its browser again.
 export function BrowserView({ id, tick }) {
   const [frame, setFrame] = useState(null); // {src, width, height, url, title}
   const [control, setControl] = useState({ control: false, yours: false });
@@ -105,30 +112,36 @@ export function BrowserView({ id, tick }) {
   // scale is the page's CSS pixels per screen pixel.
   const scale = () => meta.current.width / img.current.getBoundingClientRect().width;
   const modifiers = (e) => (e.altKey ? 1 : 0) | (e.ctrlKey ? 2 : 0) | (e.metaKey ? 4 : 0) | (e.shiftKey ? 8 : 0);
-  const BUTTONS = ["left", "middle", "right"];
 
-  // Moves and scrolls go at most once an animation frame.
+  // Moves and scrolls go at most every MOVES ms (scrolls add up
+  // meanwhile): den takes 100 messages a second, and pointers can move
+  // at a 120 Hz screen's pace.
   const later = (m) => {
     const p = moves.current;
-    if (p && p.kind === "wheel" && m.kind === "wheel") {
-      p.delta_x += m.delta_x;
-      p.delta_y += m.delta_y;
+    if (p && p.kind === m.kind) {
+      // The one waiting goes where this one is, or scrolls as far.
+      if (m.kind === "wheel") {
+        p.delta_x += m.delta_x;
+        p.delta_y += m.delta_y;
+      } else {
+        p.x = m.x;
+        p.y = m.y;
+      }
       return;
     }
     if (p) input(p);
     moves.current = m;
-    requestAnimationFrame(() => {
+    setTimeout(() => {
       if (moves.current === m) {
         moves.current = null;
         input(m);
       }
-    });
+    }, MOVES);
   };
   const flush = () => {
     if (moves.current) input(moves.current);
     moves.current = null;
   };
-
   const onPointerDown = (e) => {
     if (!yours || !meta.current) return;
     e.preventDefault();
