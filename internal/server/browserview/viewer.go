@@ -303,9 +303,10 @@ func (b *bucket) take(now time.Time) bool {
 // sendControl says whether the user controls the browser, and through
 // this socket, when that changed since it last said.
 func (v *viewer) sendControl(ctx context.Context) error {
-	c := controlJSON{Type: "control", Control: v.s.UserHasControl(), Yours: v.h.holds(v)}
+	// Read under wmu, so that what goes last is what is so now.
 	v.wmu.Lock()
 	defer v.wmu.Unlock()
+	c := controlJSON{Type: "control", Control: v.s.UserHasControl(), Yours: v.h.holds(v)}
 	if v.sentControl != nil && *v.sentControl == c {
 		return nil
 	}
