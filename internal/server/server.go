@@ -20,6 +20,7 @@ import (
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
 	"den.dev/den/internal/server/auth"
+	"den.dev/den/internal/server/browserview"
 	"den.dev/den/internal/server/files"
 	"den.dev/den/internal/server/openaicompat"
 	"den.dev/den/internal/server/reply"
@@ -67,6 +68,7 @@ type Server struct {
 	sse   *sseClients
 	files *files.Handler
 	term  *terminal.Handler
+	view  *browserview.Handler
 	chat  *openaicompat.Handler
 	stats http.Handler
 	web   *web.Handler
@@ -90,6 +92,7 @@ func New(o Options) *Server {
 	s := &Server{o: o, rt: o.Runtime, st: o.Store, log: o.Log, mux: http.NewServeMux(), sse: &sseClients{},
 		files: &files.Handler{F: o.Runtime},
 		term:  &terminal.Handler{RT: o.Runtime, Log: o.Log},
+		view:  &browserview.Handler{RT: o.Runtime, Log: o.Log},
 		chat:  &openaicompat.Handler{RT: o.Runtime, Log: o.Log},
 		web:   &web.Handler{}}
 	if o.Metrics != nil {
@@ -154,6 +157,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/api/v1/rules", false, s.listRules},
 		{"DELETE", "/api/v1/rules", false, s.deleteRule},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
+		{"GET", "/api/v1/sessions/{id}/browser", false, s.browserState},
+		{"GET", "/api/v1/sessions/{id}/browser/screencast", false, s.browserScreencast},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
 		{"POST", "/api/v1/device/presence", false, s.devicePresence},
@@ -250,6 +255,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, terminal.ErrNotWebSocket):
 		return &apiError{http.StatusUpgradeRequired, "websocket_required", "the terminal is a WebSocket: ask to upgrade"}
+	case errors.Is(err, browserview.ErrNotWebSocket):
+		return &apiError{http.StatusUpgradeRequired, "websocket_required", "the screencast is a WebSocket: ask to upgrade"}
 	case errors.As(err, &tooLarge):
 		return &apiError{http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is over the limit of %d bytes", tooLarge.Limit)}
 	case errors.Is(err, store.ErrNotFound):

@@ -69,6 +69,7 @@ export const api = {
   edit: (id, messageID, text) => call("POST", `/api/v1/sessions/${enc(id)}/messages/${enc(messageID)}/edit`, { text }),
   branch: (id, messageID) => call("POST", `/api/v1/sessions/${enc(id)}/branch`, { message_id: messageID }),
   approvals: () => call("GET", "/api/v1/approvals"),
+  browser: (id) => call("GET", `/api/v1/sessions/${enc(id)}/browser`),
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
   answer: (approvalID, decision, scope) => call("POST", `/api/v1/approvals/${enc(approvalID)}`, scope ? { decision, scope } : { decision }),
   attach: (id, files) => {

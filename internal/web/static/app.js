@@ -9,6 +9,7 @@ import { api, follow, ApiError } from "/app/api.js";
 import { render as markdown, highlight, linkPaths, resources } from "/app/markdown.js";
 import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
+import { BrowserView } from "/app/browser.js";
 import { Settings } from "/app/settings.js";
 import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
 import { pushState } from "/app/push.js";
@@ -25,11 +26,14 @@ const ICONS = {
   stop: "M7 7h10v10H7z",
   files: "M3 7a2 2 0 0 1 2-2h4l2 2h8a2 2 0 0 1 2 2v8a2 2 0 0 1-2 2H5a2 2 0 0 1-2-2z",
   terminal: "M4 5h16v14H4zM7 9l3 3-3 3M12 15h5",
+  browser: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM3 12h18M12 3c3 3 3 15 0 18M12 3c-3 3-3 15 0 18",
   close: "M6 6l12 12M18 6 6 18",
   memory: "M9 4a3 3 0 0 0-3 3v.5A3 3 0 0 0 4 10.5a3 3 0 0 0 1 2.2A3 3 0 0 0 6 18a3 3 0 0 0 3 2 3 3 0 0 0 3-3V7a3 3 0 0 0-3-3zM15 4a3 3 0 0 1 3 3v.5a3 3 0 0 1 2 3 3 3 0 0 1-1 2.2A3 3 0 0 1 18 18a3 3 0 0 1-3 2 3 3 0 0 1-3-3",
   settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
+// BROWSER_TOOL is the model's tool that uses its browser.
+const BROWSER_TOOL = "browser_use";
 
 // ---------------------------------------------------------------- the app
 
@@ -42,10 +46,11 @@ function App() {
   const [drawer, setDrawer] = useState(false);
   const [conn, setConn] = useState("live");
   const [error, setError] = useState("");
-  const [panel, setPanel] = useState(null); // "files", "terminal" or null
+  const [panel, setPanel] = useState(null); // "files", "terminal", "browser" or null
   const [settings, setSettings] = useState(false);
   const [toasts, setToasts] = useState([]);
   const [memory, setMemory] = useState(null); // the open chat's memory: {on, set}
+  const [browserOn, setBrowserOn] = useState(false); // the open chat's agent has a browser to show
 
   const loadSessions = useCallback(async () => {
     try {
@@ -194,13 +199,16 @@ function App() {
               onClick=${() => setPanel(panel === "files" ? null : "files")}>${icon(ICONS.files)}</button>
             <button class=${"icon" + (panel === "terminal" ? " on" : "")} aria-label="Terminal" aria-pressed=${panel === "terminal"}
               onClick=${() => setPanel(panel === "terminal" ? null : "terminal")}>${icon(ICONS.terminal)}</button>`}
+          ${current && (browserOn || panel === "browser") && html`
+            <button class=${"icon" + (panel === "browser" ? " on" : "")} aria-label="Browser" aria-pressed=${panel === "browser"}
+              title="The agent's browser: watch it, take it over" onClick=${() => setPanel(panel === "browser" ? null : "browser")}>${icon(ICONS.browser)}</button>`}
         </header>
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
         ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
           onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel}
-              onMemory=${setMemory} />`
+              onMemory=${setMemory} onBrowser=${setBrowserOn} />`
           : html`<div class="welcome"><p>Start a chat with your agent, or pick one from the list.</p>
               <button class="primary" onClick=${newChat}>New chat</button></div>`}
       </main>
@@ -314,6 +322,7 @@ function useSession(id, onError) {
   const [request, setRequest] = useState(null); // the last request's input tokens by part
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
   const [tick, bump] = useState(0); // bumped when a call's facts change
+  const [browserTick, bumpBrowser] = useState(0); // bumped when a browser_use call ends
   const stream = useRef(null);
 
   const reload = useCallback(async (uptoEvent) => {
@@ -371,7 +380,7 @@ function useSession(id, onError) {
             setLive((segs) => segs.filter((s) => s.kind === "tool"));
             break;
           case "tool_call":
-            calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), labels: e.labels, running: true });
+            calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), name: e.name, labels: e.labels, running: true });
             bump((n) => n + 1);
             setLive((segs) => [...segs, { kind: "tool", id: e.id, name: e.name, input: e.input, event: ev }]);
             break;
@@ -379,6 +388,7 @@ function useSession(id, onError) {
             calls.current.set(e.id, { ...(calls.current.get(e.id) || {}), running: false, output: e.output, is_error: e.is_error,
               duration_ms: e.duration_ms, exit_code: e.exit_code });
             bump((n) => n + 1);
+            if ((calls.current.get(e.id) || {}).name === BROWSER_TOOL) bumpBrowser((n) => n + 1);
             break;
           case "message":
             clearTimeout(pendingReload);
@@ -445,10 +455,10 @@ function useSession(id, onError) {
     return r.memory;
   }, [id]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, reload, setMemory };
+  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, browserTick, reload, setMemory };
 }
 
-function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
+function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
   const s = useSession(id, onError);
   // The topbar's memory switch is the App's; it shows this chat's.
   const memoryOn = s.sess ? s.sess.memory : null;
@@ -456,13 +466,26 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
     onMemory(memoryOn === null ? null : { on: memoryOn, set: s.setMemory });
     return () => onMemory(null);
   }, [memoryOn, s.setMemory]);
+  // The topbar's Browser button shows when the session's browser has a
+  // page: asked when the chat opens and after each browser_use call.
+  useEffect(() => {
+    let gone = false;
+    api.browser(id).then((r) => !gone && onBrowser(r.active), () => {});
+    return () => { gone = true; };
+  }, [id, s.browserTick]);
+  useEffect(() => () => onBrowser(false), []);
   const [termOpened, setTermOpened] = useState(false);
   const [filesAt, setFilesAt] = useState(undefined);
   useEffect(() => {
     if (panel === "terminal") setTermOpened(true);
   }, [panel]);
-  // A path in the agent's text opens the files panel there.
+  // A path in the agent's text opens the files panel there; a browser
+  // card's button, the browser.
   const onClick = (e) => {
+    if (e.target.closest && e.target.closest("[data-den-browser]")) {
+      setPanel("browser");
+      return;
+    }
     const a = e.target.closest && e.target.closest("a[data-den-path]");
     if (!a) return;
     e.preventDefault();
@@ -548,16 +571,20 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory }) {
         memory=${memoryOn} setMemory=${s.setMemory} />
       </div>
       ${(panel || termOpened) && html`
-        <aside class=${"panel" + (panel ? "" : " hidden")} aria-label=${panel === "terminal" ? "Terminal" : "Files"}>
+        <aside class=${"panel" + (panel ? "" : " hidden")} aria-label=${PANELS[panel] || "Files"}>
           <header class="panel-top">
-            <h2>${panel === "terminal" ? "Terminal" : "Files"}</h2>
+            <h2>${PANELS[panel] || "Files"}</h2>
             <button class="icon" aria-label="Close panel" onClick=${() => setPanel(null)}>${icon(ICONS.close)}</button>
           </header>
           ${panel === "files" && html`<${Files} id=${id} onError=${onError} start=${filesAt} />`}
+          ${panel === "browser" && html`<${BrowserView} id=${id} tick=${s.browserTick} />`}
           ${termOpened && html`<div class="panel-term" hidden=${panel !== "terminal"}><${Terminal} id=${id} visible=${panel === "terminal"} /></div>`}
         </aside>`}
     </section>`;
 }
+
+// PANELS are the side panels' names.
+const PANELS = { files: "Files", terminal: "Terminal", browser: "Browser" };
 
 // ---------------------------------------------------------------- long sessions
 
@@ -871,6 +898,7 @@ function ToolCard({ call, result, live, session }) {
       </summary>
       ${call.input && typeof call.input === "object" && call.input.command && (call.input.command.length > 60 || call.input.command.includes("\n")) &&
         html`<pre class="tool-input">${call.input.command}</pre>`}
+      ${call.name === BROWSER_TOOL && html`<p class="tool-browser"><button class="link" data-den-browser>Watch the browser</button></p>`}
       ${output !== undefined && html`<pre class="tool-output">${output}</pre>`}
       ${offload && html`<p class="offload">The full output: <a href=${`/api/v1/sessions/${encodeURIComponent(session)}/offloads/${encodeURIComponent(offload[1])}?inline=1`}
         target="_blank" rel="noopener">${offload[0]}</a></p>`}
