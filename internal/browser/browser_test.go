@@ -724,6 +724,23 @@ func TestTakeover(t *testing.T) {
 func TestIdle(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.Idle = 500 * time.Millisecond; o.TabIdle = 300 * time.Millisecond })
 	f.ok(t, Action{Name: "navigate", URL: f.base + "/login"})
+	// A browser the user watches is in use.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, err := range f.s.Screencast(ctx, ScreencastOptions{}) {
+			if err != nil {
+				return
+			}
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if !f.b.Running() || len(f.s.Tabs()) != 1 {
+		t.Errorf("a watched browser stopped, or its tab closed: running %v, tabs %v", f.b.Running(), f.s.Tabs())
+	}
+	cancel()
+	<-done
 	eventually(t, "the idle browser stops", func() bool { return !f.b.Running() })
 	r := f.ok(t, Action{Name: "navigate", URL: f.base + "/buttons"})
 	notes := strings.Join(r.Notes, "\n")

@@ -60,6 +60,7 @@ type Session struct {
 	pending   int // downloads begun and not finished
 	closed    bool
 
+	watching int           // screencasts running: the tabs are in use
 	control  bool          // the user controls the browser
 	operated bool          // the user operated it since the agent's last action
 	released chan struct{} // closed when the user gives control back
@@ -390,7 +391,7 @@ func (s *Session) closeIdleTabs(idle time.Duration) {
 	s.mu.Lock()
 	var old []*tab
 	for _, t := range s.tabs {
-		if time.Since(t.lastUse) > idle {
+		if s.watching == 0 && time.Since(t.lastUse) > idle {
 			old = append(old, t)
 		}
 	}

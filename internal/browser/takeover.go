@@ -212,6 +212,18 @@ func (s *Session) Screencast(ctx context.Context, o ScreencastOptions) iter.Seq2
 		o.MaxHeight = 800
 	}
 	return func(yield func(Frame, error) bool) {
+		// A browser someone watches is in use: neither it nor the
+		// session's tabs stop for idleness meanwhile.
+		s.b.use(1)
+		defer s.b.use(-1)
+		s.mu.Lock()
+		s.watching++
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.watching--
+			s.mu.Unlock()
+		}()
 		for ctx.Err() == nil {
 			t := s.current()
 			if t == nil {
