@@ -45,3 +45,36 @@ func TestSubagentThroughDenRun(t *testing.T) {
 		t.Errorf("den sessions list:\n%s", list.Stdout)
 	}
 }
+
+// TestSpawnedSubagentReportsInDenRun: a sub-agent spawned in den run
+// answers after its parent's turn ended; den run waits for it, the
+// parent gets the answer as a message and answers it, and only then
+// does den run end.
+func TestSpawnedSubagentReportsInDenRun(t *testing.T) {
+	sandboxtest.Need(t, "bwrap", "bubblewrap")
+	sandboxtest.Need(t, "busybox", "busybox-static")
+	fake := llmtest.NewAnthropic(t)
+	fake.Respond(func(body []byte) llmtest.Turn {
+		b := string(body)
+		switch {
+		case strings.Contains(b, "You are a sub-agent") && !strings.Contains(b, "tool_result"):
+			return llmtest.Turn{Calls: []llmtest.Call{sh("c1", "sleep 1")}}
+		case strings.Contains(b, "You are a sub-agent"):
+			return llmtest.Turn{Text: "The moon is full."}
+		case strings.Contains(b, "The moon is full."):
+			return llmtest.Turn{Text: "Reported: the moon is full."}
+		case strings.Contains(b, "tool_result"):
+			return llmtest.Turn{Text: "A scout is looking; I will tell you."}
+		}
+		return llmtest.Turn{Calls: []llmtest.Call{sh("p1", `den-agent spawn "look at the moon" -q`)}}
+	})
+	d := newDen(t)
+	events, r := runJSON(t, d, []string{"ANTHROPIC_API_KEY=sk-test", "ANTHROPIC_BASE_URL=" + fake.URL}, "--rootfs", "busybox", "how is the moon?")
+	if r.Code != 0 {
+		t.Fatalf("run: %s", r)
+	}
+	done := ofType(events, "done")
+	if len(done) == 0 || done[len(done)-1]["text"] != "Reported: the moon is full." {
+		t.Errorf("den run ended with %v, want the parent's answer to its sub-agent's report", done)
+	}
+}
