@@ -157,7 +157,14 @@ func sessionsShow(g *globals) *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(g.stdout).Encode(map[string]any{"session": s, "messages": rec})
 			}
-			fmt.Fprintf(g.stdout, "# %s\nsession %s · agent %s · model %s · $%.4f\n\n", s.Title, s.ID, s.Agent, s.Model, s.Usage.CostUSD)
+			fmt.Fprintf(g.stdout, "# %s\nsession %s · agent %s · model %s · $%.4f", s.Title, s.ID, s.Agent, s.Model, s.Usage.CostUSD)
+			if s.Parent != "" {
+				fmt.Fprintf(g.stdout, " · sub-agent of %s", s.Parent)
+				if s.Profile != "" {
+					fmt.Fprintf(g.stdout, " (profile %s)", s.Profile)
+				}
+			}
+			fmt.Fprint(g.stdout, "\n\n")
 			for _, m := range rec {
 				head := m.Role
 				if m.Model != "" {

@@ -112,15 +112,14 @@ func (r *Runtime) SendToAgent(ctx context.Context, fromAgent, fromSession, to, t
 	if err := computer.ValidName("agent", to); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
-	known, err := r.st.Agents(ctx)
-	if err != nil {
+	if known, err := r.knownAgent(ctx, to); err != nil {
 		return "", err
-	}
-	if _, configured := r.Config().Agents[to]; !configured && !slices.Contains(known, to) && to != "default" {
+	} else if !known {
 		return "", fmt.Errorf("%w: no agent %q", store.ErrNotFound, to)
 	}
 	model := r.Config().Agent(to).Model
 	if model == "" {
+		var err error
 		if model, err = r.ModelRef(store.Session{Agent: to}, ""); err != nil {
 			return "", fmt.Errorf("%w: %w", ErrBadOptions, err)
 		}
@@ -135,4 +134,14 @@ func (r *Runtime) SendToAgent(ctx context.Context, fromAgent, fromSession, to, t
 	}
 	r.emit(inbox.ID, &event.QueuedMessage{MessageID: q.MessageID, Text: text})
 	return inbox.ID, nil
+}
+
+// knownAgent reports whether den knows an agent of that name: in the
+// config, or in the store (it has had sessions), or the default one.
+func (r *Runtime) knownAgent(ctx context.Context, name string) (bool, error) {
+	if _, ok := r.Config().Agents[name]; ok || name == "default" {
+		return true, nil
+	}
+	known, err := r.st.Agents(ctx)
+	return slices.Contains(known, name), err
 }

@@ -273,6 +273,14 @@ func (r *Runtime) Spawn(ctx context.Context, parentID string, o SpawnOptions) (s
 	if err := computer.ValidName("agent", agentName); err != nil {
 		return store.Session{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
+	if agentName != parent.Agent {
+		// Never a new computer for a misspelt name.
+		if known, err := r.knownAgent(ctx, agentName); err != nil {
+			return store.Session{}, err
+		} else if !known {
+			return store.Session{}, fmt.Errorf("%w: no agent %q", ErrBadOptions, agentName)
+		}
+	}
 	model := firstNonEmpty(prof.Model, parent.Model, cfg.Agent(parent.Agent).Model)
 	if _, err := r.ModelRef(store.Session{Agent: agentName}, model); err != nil {
 		return store.Session{}, fmt.Errorf("%w: %w", ErrBadOptions, err)

@@ -384,6 +384,9 @@ func TestSubagentTrustAndTools(t *testing.T) {
 	if _, err := tr.Spawn(ctx, parent.ID, SpawnOptions{Task: "x", Profile: "nosuch"}); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("an unknown profile: %v", err)
 	}
+	if _, err := tr.Spawn(ctx, parent.ID, SpawnOptions{Task: "x", Agent: "nobody"}); !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), "no agent") {
+		t.Errorf("a sub-agent in an unknown agent's computer: %v", err)
+	}
 	cfg.Profiles["typo"] = config.Profile{Tools: []string{"shel_execute"}}
 	if _, err := tr.Spawn(ctx, parent.ID, SpawnOptions{Task: "x", Profile: "typo"}); !errors.Is(err, ErrBadOptions) || !strings.Contains(err.Error(), "shel_execute") {
 		t.Errorf("a profile naming no tool: %v", err)
@@ -432,4 +435,35 @@ func TestSendToAgent(t *testing.T) {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// TestSubagentInAnotherAgentsComputer: --agent runs the sub-agent as a
+// session of that agent, in its computer, told that its parent sees
+// none of its files; its trust is the lower of the two agents'.
+func TestSubagentInAnotherAgentsComputer(t *testing.T) {
+	cfg := &config.Config{Agents: map[string]config.Agent{"bob": {Trust: "restricted"}}}
+	tr := newTestRuntime(t, cfg)
+	var prompt string
+	var mu sync.Mutex
+	tr.fake.Respond(func(body []byte) llmtest.Turn {
+		mu.Lock()
+		prompt = string(body)
+		mu.Unlock()
+		return answer("bob's hostname checked")
+	})
+	ctx := context.Background()
+	parent := tr.session(t)
+	sa, err := tr.RunSubagent(ctx, parent.ID, SpawnOptions{Task: "check the hostname", Agent: "bob"})
+	if err != nil || sa.Agent != "bob" || sa.Parent != parent.ID || sa.Answer != "bob's hostname checked" {
+		t.Fatalf("sub-agent %+v %v", sa, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(prompt, "You run in agent bob's computer for a session of agent default") {
+		t.Errorf("the sub-agent is not told where it runs")
+	}
+	su, _ := tr.setupOf(ctx, sa.Session)
+	if su.trust != permission.Restricted {
+		t.Errorf("trust %s, want bob's restricted", su.trust)
+	}
 }
