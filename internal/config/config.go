@@ -30,6 +30,9 @@ type Config struct {
 	MCPClients map[string]MCPClient `toml:"mcp_clients"`
 	// Browser is the agents' browsers' settings.
 	Browser Browser `toml:"browser"`
+	// Profiles are how sub-agents run, by name; Subagents limits them.
+	Profiles  map[string]Profile `toml:"profiles"`
+	Subagents Subagents          `toml:"subagents"`
 
 	path string
 }
@@ -300,6 +303,9 @@ func (c *Config) validate(data []byte) error {
 		return err
 	}
 	if err := c.validateMCPClients(data); err != nil {
+		return err
+	}
+	if err := c.validateProfiles(data); err != nil {
 		return err
 	}
 	if _, _, err := c.Browser.Durations(); err != nil {

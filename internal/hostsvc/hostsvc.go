@@ -115,6 +115,9 @@ type Service struct {
 	// Browser is the session's web browser (den-browser); nil where the
 	// agent has none.
 	Browser Browser
+	// Agents is the session's sub-agents and the other agents
+	// (den-agent); nil where the face runs none.
+	Agents Agents
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -186,6 +189,11 @@ func Commands() []Command {
 			"get_readable, screenshot, get_cookies (the values go to an env file in /den/offloads), ... (den-browser help lists them). " +
 			"A value of - is read from standard input.",
 			Parse: (*Service).parseBrowser},
+		{Name: "den-agent", Usage: "den-agent run [--profile NAME] [--agent NAME] TASK | spawn [--profile NAME] [--agent NAME] TASK\n" +
+			"den-agent status ID | wait ID [--timeout 5m] | steer ID MESSAGE | cancel ID | list | send AGENT MESSAGE\n" +
+			"  Hand a task to a sub-agent, a session of its own (run waits for its answer; spawn prints its id, and its answer joins this conversation when it ends; " +
+			"the task is read from standard input when not given), follow, steer or stop it; or send a message into another agent's inbox.",
+			Parse: (*Service).parseAgent},
 	}
 }
 

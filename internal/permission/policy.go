@@ -52,6 +52,12 @@ const (
 	// its action is the browser's action, its subject the site of the
 	// page it acts on (the URL's host, or "den" for den:// files).
 	CmdBrowser = "den-browser"
+	// CmdAgent is den-agent: sub-agents (run, spawn, status, wait,
+	// steer, cancel, list) and messages to other agents (send). The
+	// subject of run and spawn is the other agent whose computer the
+	// sub-agent would run in ("" for the caller's own), that of send
+	// the agent written to.
+	CmdAgent = "den-agent"
 	// MCP is the command under which the gate decides and audits the
 	// calls of MCP servers' tools: action "call", subject
 	// "SERVER/TOOL". DecideMCP gives its defaults.
@@ -104,6 +110,11 @@ var defaults = map[Trust]map[string]Decision{
 		// included) asks.
 		CmdBrowser:                 Allow,
 		CmdBrowser + " execute_js": Ask,
+		// Sub-agents work for the agent in its own computer, within its
+		// trust and budget; one in another agent's computer asks (see
+		// DecideFor), as does a message to another agent.
+		CmdAgent:           Allow,
+		CmdAgent + " send": Ask,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -138,6 +149,11 @@ var defaults = map[Trust]map[string]Decision{
 		CmdBrowser + " get_cookies": Ask,
 		CmdBrowser + " set_cookies": Ask,
 		CmdBrowser + " upload":      Ask,
+		// Starting a sub-agent spends the user's money: it asks.
+		CmdAgent:            Allow,
+		CmdAgent + " run":   Ask,
+		CmdAgent + " spawn": Ask,
+		CmdAgent + " send":  Ask,
 	},
 }
 
@@ -175,6 +191,8 @@ func (p Policy) Decide(cmd, action string) Decision {
 //     the allow-list, and Ask (trusted) or Deny (restricted) for others;
 //   - under restricted den-open allows http and https URLs and asks for
 //     anything else (files, other schemes);
+//   - den-agent run and spawn ask when the sub-agent would run in
+//     another agent's computer;
 //   - commands and actions the table does not know ask.
 //
 // One default holds under full too: mcp-client exec asks. An agent's
@@ -203,6 +221,9 @@ func (p Policy) DecideFor(cmd, action, subject string) Decision {
 	}
 	if cmd == CmdOpen && trust == Restricted && isWebURL(subject) {
 		return Allow
+	}
+	if cmd == CmdAgent && (action == "run" || action == "spawn") && subject != "" {
+		return Ask // in another agent's computer
 	}
 	table := defaults[trust]
 	if d, ok := table[key(cmd, action)]; ok {

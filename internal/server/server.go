@@ -141,6 +141,12 @@ func (s *Server) Routes() []Route {
 		{"PATCH", "/api/v1/sessions/{id}", false, s.patchSession},
 		{"POST", "/api/v1/sessions/{id}/messages", false, s.postMessage},
 		{"POST", "/api/v1/sessions/{id}/cancel", false, s.cancel},
+		{"GET", "/api/v1/sessions/{id}/subagents", false, s.listSubagents},
+		{"POST", "/api/v1/sessions/{id}/subagents", false, s.startSubagent},
+		{"GET", "/api/v1/sessions/{id}/subagents/{sub}", false, s.getSubagent},
+		{"POST", "/api/v1/sessions/{id}/subagents/{sub}/messages", false, s.steerSubagent},
+		{"POST", "/api/v1/sessions/{id}/subagents/{sub}/cancel", false, s.cancelSubagent},
+		{"POST", "/api/v1/agents/{name}/inbox", false, s.sendToInbox},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/regenerate", false, s.regenerate},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/edit", false, s.edit},
 		{"POST", "/api/v1/sessions/{id}/branch", false, s.switchBranch},
@@ -278,6 +284,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusConflict, "busy", err.Error()}
 	case errors.Is(err, auth.ErrTokenFromEnv):
 		return &apiError{http.StatusConflict, "token_from_env", "den's token comes from DEN_TOKEN in its environment: change it there and restart den serve"}
+	case errors.Is(err, session.ErrSubagentLimit):
+		return &apiError{http.StatusTooManyRequests, "limit_reached", err.Error()}
 	case errors.Is(err, session.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", "den is shutting down"}
 	}

@@ -99,6 +99,9 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 }
 
 func (r *registryTools) call(ctx context.Context, env *tool.Env, c *llm.ToolCall, concurrent bool) (llm.ToolResult, *int) {
+	if r.hidden[c.Name] {
+		return llm.ToolResult{IsError: true, Content: []llm.Part{&llm.Text{Text: fmt.Sprintf("there is no tool %q here: use the tools you were given", c.Name)}}}, nil
+	}
 	if r.mcp.has(c) {
 		// The gate and the audit are the MCP tool's own (mcpclient).
 		res, exit, _ := r.mcp.reg.Run(ctx, env, *c, concurrent)

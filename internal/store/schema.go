@@ -281,6 +281,18 @@ ALTER TABLE sessions ADD COLUMN memory INTEGER CHECK (memory IS NULL OR memory I
 	`
 ALTER TABLE usage ADD COLUMN breakdown TEXT CHECK (breakdown IS NULL OR json_valid(breakdown));
 `,
+	// 11: sub-agents and inboxes. A sub-agent is a session with a
+	// parent (the session that started it; it goes with its parent) and
+	// the profile it runs with. An agent's inbox is the session that
+	// messages from other agents join; a queued message says which
+	// agent sent it.
+	`
+ALTER TABLE sessions ADD COLUMN parent TEXT;
+ALTER TABLE sessions ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_parent ON sessions(parent, created_at) WHERE parent IS NOT NULL;
+ALTER TABLE agents ADD COLUMN inbox TEXT;
+ALTER TABLE queue ADD COLUMN from_agent TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -167,10 +167,12 @@ function App() {
           onInput=${(e) => setQuery(e.target.value)} />
         <button class="settings-open" onClick=${() => { setSettings(true); setDrawer(false); }}>${icon(ICONS.settings)} Settings</button>
         <ul class="sessions">
-          ${sessions.map((s) => html`
-            <li key=${s.id}>
+          ${nestSessions(sessions).map(({ s, depth }) => html`
+            <li key=${s.id} class=${depth ? "sub" : undefined} style=${depth ? `--depth: ${depth}` : undefined}>
               <a href=${"#" + s.id} class=${s.id === current ? "current" : ""} aria-current=${s.id === current ? "page" : undefined}
+                title=${depth ? `Sub-agent${s.profile ? " (" + s.profile + ")" : ""}` : undefined}
                 onClick=${(e) => { e.preventDefault(); open(s.id); }}>
+                ${depth > 0 && html`<span class="sub-mark" aria-label="sub-agent">↳</span>`}
                 <span class="title">${s.title || "New chat"}</span>
                 ${badge(s.status)}
               </a>
@@ -213,6 +215,21 @@ function App() {
               <button class="primary" onClick=${newChat}>New chat</button></div>`}
       </main>
     </div>`;
+}
+
+// nestSessions puts each sub-agent session right under the session
+// that started it (oldest first) when that one is listed too.
+function nestSessions(list) {
+  const ids = new Set(list.map((s) => s.id));
+  const kids = new Map();
+  for (const s of list) if (s.parent && ids.has(s.parent)) kids.set(s.parent, [...(kids.get(s.parent) || []), s]);
+  const out = [];
+  const add = (s, depth) => {
+    out.push({ s, depth });
+    for (const k of (kids.get(s.id) || []).sort((a, b) => a.created.localeCompare(b.created))) add(k, depth + 1);
+  };
+  for (const s of list) if (!s.parent || !ids.has(s.parent)) add(s, 0);
+  return out;
 }
 
 function badge(status) {
