@@ -463,6 +463,19 @@ func lockServe(dataDir string) (*os.File, error) {
 
 const serveLock = "serve.lock"
 
+// Lock takes the data dir's lock as den serve does, for a command that
+// must not run beside a den serve (den restore): it fails while one
+// runs, and none starts until release is called.
+func Lock(dataDir string) (release func(), err error) {
+	f, err := lockServe(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "pid %d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}
+
 // Serving reports whether a den serve runs on dataDir, and its URL.
 func Serving(dataDir string) (bool, string) {
 	f, err := os.OpenFile(filepath.Join(dataDir, serveLock), os.O_RDONLY|unix.O_NOFOLLOW, 0)
