@@ -30,6 +30,8 @@ type Config struct {
 	MCPClients map[string]MCPClient `toml:"mcp_clients"`
 	// Browser is the agents' browsers' settings.
 	Browser Browser `toml:"browser"`
+	// Backup is den serve's scheduled backups.
+	Backup Backup `toml:"backup"`
 
 	path string
 }
@@ -300,6 +302,9 @@ func (c *Config) validate(data []byte) error {
 		return err
 	}
 	if err := c.validateMCPClients(data); err != nil {
+		return err
+	}
+	if err := c.Backup.validate(c.path, data); err != nil {
 		return err
 	}
 	if _, _, err := c.Browser.Durations(); err != nil {

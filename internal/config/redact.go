@@ -57,13 +57,15 @@ func Redact(data []byte) (out []byte, keys []string, err error) {
 			}
 			return
 		}
-		if Secret(keyString(parts)) {
-			if s, ok := v.(string); !ok || s != "" {
+		// A secret is a string; den's settings of other kinds are none.
+		s, ok := v.(string)
+		switch {
+		case !ok:
+		case Secret(keyString(parts)):
+			if s != "" {
 				changes = append(changes, change{parts, ""})
 			}
-			return
-		}
-		if s, ok := v.(string); ok {
+		default:
 			if clean, ok := withoutPassword(s); ok {
 				changes = append(changes, change{parts, clean})
 			}

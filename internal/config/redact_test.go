@@ -46,6 +46,10 @@ headers = { Authorization = "Bearer tok-inline" }
 		gone: []string{"tok-inline"},
 		kept: []string{"https://llm.example.org/v1", "written by den backup"},
 	}, {
+		name: "switches named after secrets",
+		in:   "[backup]\nwith_secrets = true\nevery = \"24h\"\n",
+		kept: []string{"with_secrets = true"},
+	}, {
 		name: "no secrets",
 		in:   "[agents.default]\nmodel = \"a/b\" # keep me\n",
 		kept: []string{"# keep me"},
@@ -78,5 +82,31 @@ headers = { Authorization = "Bearer tok-inline" }
 
 	if _, _, err := Redact([]byte("[x\n")); err == nil {
 		t.Error("a file that does not decode: want an error")
+	}
+}
+
+// TestBackupSection: [backup] is read and checked.
+func TestBackupSection(t *testing.T) {
+	dir := t.TempDir()
+	load := func(text string) (*Config, error) {
+		p := filepath.Join(dir, "config.toml")
+		os.WriteFile(p, []byte(text), 0o600)
+		return Load(p, true)
+	}
+	c, err := load("[backup]\nevery = \"12h\"\ndir = \"/srv/den\"\nkeep = 3\nexclude_computers = true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := c.Backup.Interval(); d.Hours() != 12 || c.Backup.Kept() != 3 || c.Backup.Folder("/data") != "/srv/den" || !c.Backup.ExcludeComputers {
+		t.Errorf("backup %+v", c.Backup)
+	}
+	c, _ = load("")
+	if d, _ := c.Backup.Interval(); d != 0 || c.Backup.Kept() != DefaultBackupKeep || c.Backup.Folder("/data") != "/data/backups" {
+		t.Errorf("defaults %+v", c.Backup)
+	}
+	for _, bad := range []string{"[backup]\nevery = \"soon\"\n", "[backup]\nevery = \"10ms\"\n", "[backup]\nkeep = -1\n", "[backup]\ndir = \"rel/dir\"\n"} {
+		if _, err := load(bad); err == nil || !strings.Contains(err.Error(), "backup.") {
+			t.Errorf("%q: want an error naming the key, got %v", bad, err)
+		}
 	}
 }
