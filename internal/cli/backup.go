@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -47,10 +45,17 @@ installed, /root): a small backup; a restored agent gets a new computer.`,
 			if out != "-" {
 				o.Progress = prog.show
 			}
-			s, err := writeAtomic(out, g.stdout, func(w io.Writer) (backup.Summary, error) {
-				return backup.Create(cmd.Context(), w, o)
-			})
+			var s backup.Summary
+			var err error
+			if out == "-" {
+				s, err = backup.Create(cmd.Context(), g.stdout, o)
+			} else {
+				s, err = backup.WriteFile(cmd.Context(), out, o)
+			}
 			prog.done()
+			if errors.Is(err, backup.ErrExists) {
+				return usageError{fmt.Errorf("%w: choose another name, or remove it first", err)}
+			}
 			if err != nil {
 				return err
 			}
@@ -74,46 +79,6 @@ installed, /root): a small backup; a restored agent gets a new computer.`,
 	c.Flags().BoolVar(&o.Secrets, "with-secrets", false, "keep the config's keys, den's token and private keys, OAuth tokens and browser logins")
 	c.Flags().BoolVar(&o.ExcludeComputers, "exclude-computers", false, "leave out the agents' root filesystems (a small backup)")
 	return c
-}
-
-// writeAtomic writes a new file at path through a temporary file in
-// its folder (mode 0600) renamed into place when write succeeded, so a
-// failed or interrupted backup never leaves a partial archive under
-// the name; an existing file is refused. "-" writes to stdout.
-func writeAtomic[T any](path string, stdout io.Writer, write func(io.Writer) (T, error)) (T, error) {
-	var zero T
-	if path == "-" {
-		return write(stdout)
-	}
-	if _, err := os.Lstat(path); err == nil {
-		return zero, usageError{fmt.Errorf("%s exists: choose another name, or remove it first", path)}
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return zero, fmt.Errorf("backup: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	v, err := write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return zero, err
-	}
-	// Link, not rename: a file that appeared at path meanwhile stays.
-	if err := os.Link(tmp, path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return zero, fmt.Errorf("backup: %s appeared while the backup was written; the backup is not kept", path)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return zero, fmt.Errorf("backup: %w", err)
-		}
-	}
-	return v, nil
 }
 
 func restoreCmd(g *globals) *cobra.Command {

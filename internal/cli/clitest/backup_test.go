@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -314,5 +315,50 @@ func TestBackupUnprivileged(t *testing.T) {
 	}
 	if r := u.den(t, "--data-dir", third, "--config", thirdCfg, "exec", "--", "cat", "/root/theirs.txt"); r.Code != 0 || r.Stdout != "from-root\n" {
 		t.Errorf("root's computer restored as %s: %v", u.Name, r)
+	}
+}
+
+// TestScheduledBackups: den serve with [backup] makes a backup every
+// `every` into `dir`, keeping the newest `keep`; each restores.
+func TestScheduledBackups(t *testing.T) {
+	d := newDen(t)
+	dir := filepath.Join(t.TempDir(), "backups")
+	serveConfig(t, d, "[backup]\nevery = \"1s\"\nkeep = 2\ndir = \""+dir+"\"\n")
+	provision(t, d, "default")
+	fake := llmtest.NewAnthropic(t)
+	p := startServe(t, d, fake)
+	seen := map[string]bool{}
+	for i := 0; len(seen) < 4; i++ {
+		if i == MaxPolls {
+			t.Fatalf("scheduled backups seen in 30s: %v\n%s", seen, p.stderr)
+		}
+		ents, _ := os.ReadDir(dir)
+		n := 0
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "den-backup-") && strings.HasSuffix(e.Name(), ".tar.gz") {
+				seen[e.Name()] = true
+				n++
+			}
+		}
+		if n > 2 {
+			t.Fatalf("%d scheduled backups in the folder, want at most keep = 2", n)
+		}
+		time.Sleep(PollInterval)
+	}
+	log := p.stderr.String()
+	if !strings.Contains(log, "backup written") || !strings.Contains(log, "old backup removed") {
+		t.Errorf("den serve's log:\n%s", log)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the backups' folder: %v %v", fi, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	latest := filepath.Join(dir, ents[len(ents)-1].Name())
+	n := New(t, denBin)
+	if r := n.MustRun("restore", latest); !strings.Contains(r.Stdout, "restored") {
+		t.Errorf("den restore of a scheduled backup: %s", r)
+	}
+	if out := n.MustRun("exec", "--", "true"); out.Code != 0 {
+		t.Errorf("the restored computer: %s", out)
 	}
 }
