@@ -29,9 +29,13 @@ type writer struct {
 	tick  func() // called after each chunk of content
 }
 
+// newWriter compresses with gzip's fastest level: a computer is mostly
+// programs, which compress little at any level, and a backup of a
+// running den should end soon (a Debian computer of 310 MiB: 4 s and
+// 153 MiB at level 1, 10 s and 142 MiB at the default level 6).
 func newWriter(w io.Writer, tick func()) *writer {
 	cw := &countingWriter{w: w}
-	gz, _ := gzip.NewWriterLevel(cw, gzip.DefaultCompression)
+	gz, _ := gzip.NewWriterLevel(cw, gzip.BestSpeed)
 	return &writer{out: cw, gz: gz, tw: tar.NewWriter(gz), buf: make([]byte, 256<<10), tick: tick}
 }
 
