@@ -134,7 +134,7 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 		}
 	}
 	if db != "" {
-		if err := c.file(job{name: dataDir + dbName, path: db}, 0o600); err != nil {
+		if err := c.run(ctx, job{name: dataDir + dbName, path: db}); err != nil {
 			return Summary{}, fmt.Errorf("backup: %s: %w", dbName, err)
 		}
 	}
@@ -408,59 +408,113 @@ func (c *creation) run(ctx context.Context, j job) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if j.dir || !j.tree {
-		return c.entry(j, j.path, j.name, nil)
+	if j.tree {
+		return c.tree(ctx, j)
 	}
-	fi, err := os.Lstat(j.path)
-	if errors.Is(err, fs.ErrNotExist) {
+	var st unix.Stat_t
+	if err := unix.Lstat(j.path, &st); err != nil {
+		if !errors.Is(err, unix.ENOENT) {
+			c.warn("%s: %v; left out", j.path, err)
+		}
 		return nil
 	}
-	if err != nil {
+	if j.dir {
+		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			c.warn("%s is not a folder; left out", j.path)
+			return nil
+		}
+		return c.w.header(c.header(j, j.name+"/", &st, tar.TypeDir))
+	}
+	return c.leaf(j, unix.AT_FDCWD, j.path, j.path, j.name, &st, nil)
+}
+
+// tree copies a folder and everything in it without following a link
+// anywhere beneath it: each folder is opened relative to its parent's
+// descriptor (O_NOFOLLOW), and each file relative to its folder's, so a
+// folder the computer swaps for a link to the host's /etc while the
+// backup runs is never entered.
+func (c *creation) tree(ctx context.Context, j job) error {
+	fd, err := unix.Open(j.path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
+		c.warn("%s is not a folder; left out", j.path)
+		return nil
+	case err != nil:
 		c.warn("%s: %v; left out", j.path, err)
 		return nil
 	}
-	if !fi.IsDir() {
-		c.warn("%s is not a folder; left out", j.path)
-		return nil
+	return c.folder(ctx, j, fd, j.path, j.name, map[[2]uint64]string{})
+}
+
+// folder copies the open folder fd (which it closes) and what is in it.
+// links holds the tree's files with several names.
+func (c *creation) folder(ctx context.Context, j job, fd int, show, name string, links map[[2]uint64]string) error {
+	f := os.NewFile(uintptr(fd), show)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
 	}
-	links := map[[2]uint64]string{}
-	return filepath.WalkDir(j.path, func(p string, d fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
+	if err := c.w.header(c.header(j, name+"/", &st, tar.TypeDir)); err != nil {
+		return err
+	}
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		c.warn("%s: %v; what could not be listed is left out", show, err)
+	}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		base := e.Name()
+		cshow, cname := show+"/"+base, name+"/"+base
+		var cst unix.Stat_t
+		if err := unix.Fstatat(fd, base, &cst, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				c.warn("%s: %v; left out", cshow, err)
+			}
+			continue
+		}
+		if cst.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+			if err := c.leaf(j, fd, base, cshow, cname, &cst, links); err != nil {
+				return err
+			}
+			continue
+		}
+		cfd, err := unix.Openat(fd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				c.warn("%s: %v; left out", p, err)
+			switch {
+			case errors.Is(err, unix.ENOENT):
+			case errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR):
+				c.warn("%s changed while it was read; left out", cshow)
+			default:
+				c.warn("%s: %v; left out", cshow, err)
 			}
-			if d != nil && d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
+			continue
 		}
-		rel, _ := filepath.Rel(j.path, p)
-		name := j.name
-		if rel != "." {
-			name += "/" + filepath.ToSlash(rel)
+		var now unix.Stat_t
+		if err := unix.Fstat(cfd, &now); err != nil || now.Dev != cst.Dev || now.Ino != cst.Ino {
+			unix.Close(cfd)
+			c.warn("%s changed while it was read; left out", cshow)
+			continue
 		}
-		return c.entry(j, p, name, links)
-	})
+		if err := c.folder(ctx, j, cfd, cshow, cname, links); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // nobody is the inside id an owner the computer does not see is
 // recorded as.
 const nobody = 65534
 
-// entry writes one file system entry. links holds the tree's files with
-// several names; nil where links are not kept.
-func (c *creation) entry(j job, p, name string, links map[[2]uint64]string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		if !errors.Is(err, unix.ENOENT) {
-			c.warn("%s: %v; left out", p, err)
-		}
-		return nil
-	}
-	h := &tar.Header{Name: name, Mode: int64(st.Mode & 0o7777), ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
+// header is an entry's header: its mode and time, and for a computer's
+// files the owners as the computer sees them.
+func (c *creation) header(j job, name string, st *unix.Stat_t, typ byte) *tar.Header {
+	h := &tar.Header{Name: name, Typeflag: typ, Mode: int64(st.Mode & 0o7777), ModTime: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}
 	if j.kind == computerFiles {
 		h.Uid, h.Gid = nobody, nobody
 		if in, ok := j.ids.InsideUID(st.Uid); ok {
@@ -470,73 +524,68 @@ func (c *creation) entry(j job, p, name string, links map[[2]uint64]string) erro
 			h.Gid = int(in)
 		}
 	}
+	return h
+}
+
+// leaf copies an entry that is not a folder: base in the folder dfd
+// (or a whole path with AT_FDCWD), found as st. links is nil where hard
+// links are not kept.
+func (c *creation) leaf(j job, dfd int, base, show, name string, st *unix.Stat_t, links map[[2]uint64]string) error {
 	switch st.Mode & syscall.S_IFMT {
-	case syscall.S_IFDIR:
-		h.Typeflag, h.Name = tar.TypeDir, name+"/"
-		return c.w.header(h)
 	case syscall.S_IFLNK:
 		if j.kind == denFiles {
-			c.warn("%s: a symbolic link where den makes none; left out", p)
+			c.warn("%s: a symbolic link where den makes none; left out", show)
 			return nil
 		}
-		t, err := os.Readlink(p)
+		buf := make([]byte, unix.PathMax)
+		n, err := unix.Readlinkat(dfd, base, buf)
 		if err != nil {
 			return nil // gone meanwhile
 		}
-		h.Typeflag, h.Linkname = tar.TypeSymlink, t
+		h := c.header(j, name, st, tar.TypeSymlink)
+		h.Linkname = string(buf[:n])
 		return c.w.header(h)
 	case syscall.S_IFIFO:
 		if j.kind != computerFiles {
 			return nil
 		}
-		h.Typeflag = tar.TypeFifo
-		return c.w.header(h)
+		return c.w.header(c.header(j, name, st, tar.TypeFifo))
 	case syscall.S_IFREG:
 		if links != nil && j.kind != denFiles && st.Nlink > 1 {
 			key := [2]uint64{st.Dev, st.Ino}
 			if first, ok := links[key]; ok {
-				h.Typeflag, h.Linkname = tar.TypeLink, first
+				h := c.header(j, name, st, tar.TypeLink)
+				h.Linkname = first
 				return c.w.header(h)
 			}
 			links[key] = name
 		}
-		return c.regular(p, h, &st)
+		return c.regular(j, dfd, base, show, name, st)
 	}
 	return nil // devices and sockets: every computer gets its own /dev
 }
 
-// file copies a single file of den's (the database's snapshot).
-func (c *creation) file(j job, mode int64) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(j.path, &st); err != nil {
-		return err
-	}
-	return c.regular(j.path, &tar.Header{Name: j.name, Mode: mode, ModTime: time.Now()}, &st)
-}
-
-// regular writes a regular file, opened without following a link and
+// regular copies a regular file, opened without following a link and
 // checked to be the entry that was found.
-func (c *creation) regular(p string, h *tar.Header, st *unix.Stat_t) error {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+func (c *creation) regular(j job, dfd int, base, show, name string, st *unix.Stat_t) error {
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		if !errors.Is(err, unix.ENOENT) {
-			c.warn("%s: %v; left out", p, err)
+			c.warn("%s: %v; left out", show, err)
 		}
 		return nil
 	}
-	f := os.NewFile(uintptr(fd), p)
+	f := os.NewFile(uintptr(fd), show)
 	defer f.Close()
 	var now unix.Stat_t
 	if err := unix.Fstat(fd, &now); err != nil {
 		return err
 	}
 	if now.Dev != st.Dev || now.Ino != st.Ino || now.Mode&syscall.S_IFMT != syscall.S_IFREG {
-		c.warn("%s changed while it was read; left out", p)
+		c.warn("%s changed while it was read; left out", show)
 		return nil
 	}
+	h := c.header(j, name, &now, tar.TypeReg)
 	h.Size = now.Size
-	if err := c.w.content(h, f); err != nil {
-		return err
-	}
-	return nil
+	return c.w.content(h, f)
 }
