@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"den.dev/den/internal/computer"
 	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/privfile"
 	"den.dev/den/internal/sandbox"
@@ -107,40 +106,8 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	}
 	rs.sums[ManifestName] = a.manifestSum
 	defer rs.closeTrees()
-	for {
-		if err := ctx.Err(); err != nil {
-			return RestoreSummary{}, err
-		}
-		h, err := a.next()
-		if errors.Is(err, io.EOF) {
-			return RestoreSummary{}, fmt.Errorf("restore: %w: it ends without %s (truncated?)", ErrNotBackup, SumsName)
-		}
-		if err != nil {
-			return RestoreSummary{}, fmt.Errorf("restore: %w", err)
-		}
-		if h.Name == SumsName {
-			if err := rs.verify(h, a.tr); err != nil {
-				return RestoreSummary{}, fmt.Errorf("restore: %w", err)
-			}
-			break
-		}
-		name := h.Name
-		if err := rs.add(h, a.tr); err != nil {
-			return RestoreSummary{}, fmt.Errorf("restore: %s: %w", name, err)
-		}
-		if o.Progress != nil && time.Since(rs.last) >= 100*time.Millisecond {
-			rs.last = time.Now()
-			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rs.files})
-		}
-	}
-	if _, err := a.next(); !errors.Is(err, io.EOF) {
-		return RestoreSummary{}, fmt.Errorf("restore: %w: entries after %s", ErrUnsafe, SumsName)
-	}
-	if err := a.end(); err != nil {
-		return RestoreSummary{}, fmt.Errorf("restore: %w", err)
-	}
-	if err := rs.finish(); err != nil {
-		return RestoreSummary{}, fmt.Errorf("restore: %w", err)
+	if err := rs.readAll(ctx, a, o); err != nil {
+		return RestoreSummary{}, err
 	}
 	s := RestoreSummary{Manifest: m, Files: rs.files, Bytes: rs.bytes}
 	if s.PushForgotten, err = rs.database(ctx); err != nil {
@@ -150,24 +117,76 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	if s.Aside, err = rs.place(stamp); err != nil {
 		return s, fmt.Errorf("restore: %w", err)
 	}
-	for _, name := range m.Config {
-		dst := targets[name]
-		if _, err := os.Lstat(dst); err == nil {
-			old := dst + ".before-restore-" + stamp
-			if err := os.Rename(dst, old); err != nil {
-				return s, fmt.Errorf("restore: %w", err)
-			}
-			s.Aside = append(s.Aside, old)
-		}
-		if err := privfile.Replace(dst, rs.configs[name]); err != nil {
-			return s, fmt.Errorf("restore: %w", err)
-		}
+	aside, err := rs.placeConfigs(targets, stamp)
+	s.Aside = append(s.Aside, aside...)
+	if err != nil {
+		return s, fmt.Errorf("restore: %w", err)
 	}
 	if o.Progress != nil {
 		o.Progress(Progress{Done: a.in.n, Total: max(o.Total, a.in.n), Files: rs.files, Final: true})
 	}
 	s.Took = time.Since(start)
 	return s, nil
+}
+
+// readAll writes every entry up to SHA256SUMS, checks them against
+// it, and checks that the archive ends there.
+func (rs *restorer) readAll(ctx context.Context, a *archive, o RestoreOptions) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		h, err := a.next()
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("restore: %w: it ends without %s (truncated?)", ErrNotBackup, SumsName)
+		}
+		if err != nil {
+			return fmt.Errorf("restore: %w", err)
+		}
+		if h.Name == SumsName {
+			if err := rs.verify(h, a.tr); err != nil {
+				return fmt.Errorf("restore: %w", err)
+			}
+			break
+		}
+		name := h.Name
+		if err := rs.add(h, a.tr); err != nil {
+			return fmt.Errorf("restore: %s: %w", name, err)
+		}
+		if o.Progress != nil && time.Since(rs.last) >= 100*time.Millisecond {
+			rs.last = time.Now()
+			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rs.files})
+		}
+	}
+	if _, err := a.next(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("restore: %w: entries after %s", ErrUnsafe, SumsName)
+	}
+	if err := a.end(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if err := rs.finish(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	return nil
+}
+
+// placeConfigs writes the config files (mode 0600), moving what is
+// at their names aside first.
+func (rs *restorer) placeConfigs(targets map[string]string, stamp string) (aside []string, err error) {
+	for _, name := range rs.m.Config {
+		dst := targets[name]
+		if _, err := os.Lstat(dst); err == nil {
+			old := dst + ".before-restore-" + stamp
+			if err := os.Rename(dst, old); err != nil {
+				return aside, err
+			}
+			aside = append(aside, old)
+		}
+		if err := privfile.Replace(dst, rs.configs[name]); err != nil {
+			return aside, err
+		}
+	}
+	return aside, nil
 }
 
 // configTargets are where each config file of an archive goes.
@@ -271,138 +290,6 @@ func newRestorer(stage, data string, m Manifest) (*restorer, error) {
 	}
 	return &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
 		den: den, done: map[string]bool{}, sums: map[string]string{}, configs: map[string][]byte{}}, nil
-}
-
-// place is where an entry goes.
-type place struct {
-	tree string // the tree's folder relative to the staging folder; "" for den's own files
-	rel  string // the name in the tree (or among den's files)
-	kind kind
-	only byte // the one type the entry must be (tar.TypeDir or TypeReg), or 0
-}
-
-// classify finds where an entry of the data dir goes, or refuses it.
-func classify(name string) (place, error) {
-	rest, ok := strings.CutPrefix(name, dataDir)
-	if !ok || strings.ContainsRune(name, 0) {
-		return place{}, fmt.Errorf("%w: not in den's layout", ErrUnsafe)
-	}
-	rest = strings.TrimSuffix(rest, "/")
-	el := strings.Split(rest, "/")
-	for _, e := range el {
-		if e == "" || e == "." || e == ".." {
-			return place{}, fmt.Errorf("%w: an empty, . or .. path element", ErrUnsafe)
-		}
-	}
-	inTree := func(n int, k kind) place {
-		if k == denFiles {
-			return place{rel: rest, kind: k}
-		}
-		p := place{tree: strings.Join(el[:n], "/"), rel: ".", kind: k}
-		if len(el) > n {
-			p.rel = strings.Join(el[n:], "/")
-		}
-		return p
-	}
-	switch {
-	case len(el) == 1 && el[0] == dbName:
-		return place{rel: rest, only: tar.TypeReg}, nil
-	case el[0] == "agents":
-		return classifyAgent(rest, el, inTree)
-	}
-	for _, p := range dataParts {
-		pe := strings.Split(p.name, "/")
-		if len(el) < len(pe) || strings.Join(el[:len(pe)], "/") != p.name {
-			continue
-		}
-		if !p.tree {
-			if len(el) != len(pe) {
-				break
-			}
-			return place{rel: rest, only: tar.TypeReg}, nil
-		}
-		pl := inTree(len(pe), p.kind)
-		if len(el) == len(pe) {
-			pl.only = tar.TypeDir
-		}
-		return pl, nil
-	}
-	return place{}, fmt.Errorf("%w: not in den's layout", ErrUnsafe)
-}
-
-func classifyAgent(rest string, el []string, inTree func(int, kind) place) (place, error) {
-	bad := fmt.Errorf("%w: not in den's layout", ErrUnsafe)
-	dir := place{rel: rest, only: tar.TypeDir}
-	if len(el) == 1 {
-		return dir, nil
-	}
-	if computer.ValidName("agent", el[1]) != nil {
-		return place{}, bad
-	}
-	if len(el) == 2 {
-		return dir, nil
-	}
-	if el[2] == sessionsDir {
-		switch {
-		case len(el) == 3:
-			return dir, nil
-		case computer.ValidName("session", el[3]) != nil:
-			return place{}, bad
-		case len(el) == 4:
-			return dir, nil
-		}
-		p, ok := findPart(sessionParts(), el[4])
-		if !ok {
-			return place{}, bad
-		}
-		pl := inTree(5, p.kind)
-		if len(el) == 5 {
-			pl.only = tar.TypeDir
-		}
-		return pl, nil
-	}
-	p, ok := findPart(agentParts, el[2])
-	if !ok {
-		return place{}, bad
-	}
-	if !p.tree {
-		if len(el) != 3 {
-			return place{}, bad
-		}
-		return place{rel: rest, only: tar.TypeReg}, nil
-	}
-	pl := inTree(3, p.kind)
-	if len(el) == 3 {
-		pl.only = tar.TypeDir
-	}
-	return pl, nil
-}
-
-// allowed reports whether an entry of a tree of kind k may be of type t.
-func allowed(k kind, t byte) bool {
-	switch t {
-	case tar.TypeDir, tar.TypeReg:
-		return true
-	case tar.TypeSymlink, tar.TypeLink:
-		return k != denFiles
-	case tar.TypeFifo:
-		return k == computerFiles
-	}
-	return false
-}
-
-func typeName(t byte) string {
-	switch t {
-	case tar.TypeChar, tar.TypeBlock:
-		return "a device node"
-	case tar.TypeSymlink:
-		return "a symbolic link"
-	case tar.TypeLink:
-		return "a hard link"
-	case tar.TypeFifo:
-		return "a named pipe"
-	}
-	return fmt.Sprintf("an entry of type %q", t)
 }
 
 // add writes one entry.
