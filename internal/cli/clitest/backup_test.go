@@ -38,7 +38,9 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 		llmtest.Turn{Text: "Setting up.", Calls: []llmtest.Call{
 			sh("toolu_1", "echo kept-in-root > /root/kept.txt && printf '#!/bin/sh\\necho hello-from-package\\n' > /usr/local/bin/hello && chmod +x /usr/local/bin/hello && echo '# Report' > /workspace/report.md"),
 			{ID: "toolu_2", Name: "memory_write", Input: `{"content":"The user's door is blue."}`}}},
-		llmtest.Turn{Text: "All set, the door is noted."})
+		llmtest.Turn{Text: "All set, the door is noted."},
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_3", "i=0; while [ $i -lt 300 ]; do echo $i > /root/busy.$((i % 7)); i=$((i+1)); sleep 0.01; done")}},
+		llmtest.Turn{Text: "Busy work done."})
 	p := startServe(t, d, fake)
 	sess := p.api(t, "POST", "/api/v1/sessions", map[string]any{"agent": "default"}, http.StatusCreated)
 	id := sess["id"].(string)
@@ -52,8 +54,19 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: tidy\ndescription: Tidies a folder.\n---\n# Tidy\n"), 0o644)
 	d.MustRun("skills", "install", skill)
 
-	// The backup, while den serve runs.
+	// A backup while a command writes in the computer: it works, and
+	// restores.
 	dir := t.TempDir()
+	busy := p.api(t, "POST", "/api/v1/sessions", map[string]any{"agent": "default"}, http.StatusCreated)["id"].(string)
+	bevs, bstop := p.stream(t, "/api/v1/sessions/"+busy+"/events", "")
+	defer bstop()
+	p.api(t, "POST", "/api/v1/sessions/"+busy+"/messages", map[string]any{"text": "keep busy"}, http.StatusAccepted)
+	until(t, bevs, "tool_call", "")
+	d.MustRun("backup", filepath.Join(dir, "busy.tar.gz"))
+	until(t, bevs, "status", "idle")
+	New(t, denBin).MustRun("restore", filepath.Join(dir, "busy.tar.gz"))
+
+	// The backup, while den serve runs.
 	full := filepath.Join(dir, "full.tar.gz")
 	r := d.MustRun("backup", full)
 	if !strings.Contains(r.Stderr, "backup written to "+full) || !strings.Contains(r.Stderr, "den serve was running") ||
