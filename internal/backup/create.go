@@ -55,7 +55,7 @@ type Progress struct {
 // Summary is what Create wrote.
 type Summary struct {
 	Manifest Manifest
-	Files    int   // regular files
+	Files    int   // regular files of the data dir and config files
 	Bytes    int64 // their content
 	Written  int64 // the archive's size
 	Warnings []string
@@ -125,7 +125,8 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 	c.total = c.size(db, configs)
 
 	c.w = newWriter(w, c.tick)
-	if err := c.w.bytesFile(ManifestName, 0o600, m.marshal(), m.Created); err != nil {
+	mb := m.marshal()
+	if err := c.w.bytesFile(ManifestName, 0o600, mb, m.Created); err != nil {
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
 	for _, f := range configs {
@@ -146,7 +147,8 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 	if err := c.w.close(); err != nil {
 		return Summary{}, fmt.Errorf("backup: %w", err)
 	}
-	s := Summary{Manifest: m, Files: c.w.files, Bytes: c.w.bytes, Written: c.w.out.n, Warnings: c.warns, Took: time.Since(start)}
+	// The files are the data dir's and the config's: not the manifest.
+	s := Summary{Manifest: m, Files: c.w.files - 1, Bytes: c.w.bytes - int64(len(mb)), Written: c.w.out.n, Warnings: c.warns, Took: time.Since(start)}
 	if o.Progress != nil {
 		o.Progress(Progress{Done: c.w.bytes, Total: max(c.total, c.w.bytes), Files: c.w.files, Final: true})
 	}

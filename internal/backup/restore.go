@@ -40,7 +40,7 @@ type RestoreOptions struct {
 // RestoreSummary is what Restore did.
 type RestoreSummary struct {
 	Manifest Manifest
-	Files    int   // regular files written
+	Files    int   // regular files written, config files included
 	Bytes    int64 // their content
 	// Aside are where the data and config files that were in the way
 	// went (with Force).
@@ -441,6 +441,8 @@ func (rs *restorer) config(name string, h *tar.Header, r io.Reader) error {
 	sum := sha256.Sum256(b)
 	rs.sums[h.Name] = hex.EncodeToString(sum[:])
 	rs.configs[name] = b
+	rs.files++
+	rs.bytes += int64(len(b))
 	return nil
 }
 
