@@ -19,13 +19,14 @@ const backupCheck = time.Minute
 // folder is `every` old (the first a minute after den serve starts, or
 // after `every` when that is shorter), keeping the newest `keep`. A
 // backup that failed is tried again after `every` or an hour, whichever
-// is shorter. Ending ctx stops a backup midway; it leaves no file.
+// is shorter. The file is read again each minute at least. Ending ctx
+// stops a backup midway; it leaves no file.
 func (d *Daemon) backups(ctx context.Context) {
 	start := time.Now()
 	var retry time.Time
 	announced := ""
 	for {
-		cfg := d.rt.Config().Backup
+		cfg := d.backupConfig()
 		every, _ := cfg.Interval() // checked when the config was loaded
 		dir := cfg.Folder(d.o.DataDir)
 		wait := backupCheck
@@ -59,6 +60,18 @@ func (d *Daemon) backups(ctx context.Context) {
 			retry = time.Now().Add(min(every, time.Hour))
 		}
 	}
+}
+
+// backupConfig is [backup] as the config file says now, so that den
+// config set takes effect without a restart; the daemon's config when
+// the file does not load (it is being edited, say).
+func (d *Daemon) backupConfig() config.Backup {
+	if d.o.ConfigPath != "" {
+		if c, err := config.Load(d.o.ConfigPath, false); err == nil {
+			return c.Backup
+		}
+	}
+	return d.rt.Config().Backup
 }
 
 // nextBackup is when the next scheduled backup into dir is due.
