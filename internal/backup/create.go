@@ -186,7 +186,7 @@ func sweepSnapshots(data string) {
 	}
 }
 
-// configFile is one config file as it goes into the archive.
+// configEntry is one config file as it goes into the archive.
 type configEntry struct {
 	name  string
 	data  []byte
