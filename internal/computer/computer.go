@@ -209,14 +209,19 @@ func (c *Computer) Ensure(ctx context.Context, src rootfs.Source, explicit bool)
 	return c.ensureOwnersOnce(info)
 }
 
-// treeIDs is the map the computer's files are owned by now: the
-// manager's, or as root for a tree not yet given to it, the inside ids
-// themselves or the range it was given before.
-func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap {
-	uid, gid, _ := c.m.ids.Root()
+// treeIDs is the map the computer's files are owned by now (see
+// TreeIDs).
+func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap { return TreeIDs(c.m.ids, info) }
+
+// TreeIDs is the map the files of a computer provisioned as info says
+// are owned by now, ids being den's map for its computers: ids, or as
+// root for a tree not yet given to them, the inside ids themselves or
+// the range the tree was given before.
+func TreeIDs(ids sandbox.IDMap, info rootfs.Info) sandbox.IDMap {
+	uid, gid, _ := ids.Root()
 	switch {
 	case os.Geteuid() != 0 || (info.Owner != nil && int(info.Owner.UID) == uid && int(info.Owner.GID) == gid):
-		return c.m.ids
+		return ids
 	case info.Owner == nil:
 		return idmap.Identity
 	}

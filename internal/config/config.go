@@ -33,6 +33,8 @@ type Config struct {
 	// Profiles are how sub-agents run, by name; Subagents limits them.
 	Profiles  map[string]Profile `toml:"profiles"`
 	Subagents Subagents          `toml:"subagents"`
+	// Backup is den serve's scheduled backups.
+	Backup Backup `toml:"backup"`
 
 	path string
 }
@@ -306,6 +308,9 @@ func (c *Config) validate(data []byte) error {
 		return err
 	}
 	if err := c.validateProfiles(data); err != nil {
+		return err
+	}
+	if err := c.Backup.validate(c.path, data); err != nil {
 		return err
 	}
 	if _, _, err := c.Browser.Durations(); err != nil {

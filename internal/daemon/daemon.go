@@ -7,9 +7,12 @@
 // second, repairs sessions a killed den left running and runs queued
 // messages; Web Push (unless [server] push = false) loads or makes its
 // key and follows the events it sends; the guard loads (or makes) the
-// token; den's MCP server is made, to serve /mcp; the listener opens.
+// token; the daily memory rollups and the scheduled backups ([backup]
+// in the config) start; den's MCP server is made, to serve /mcp; the
+// listener opens.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
-// event streams end, running turns end at their next turn boundary
+// event streams end, the rollups and backups stop (a backup midway
+// leaves no file), running turns end at their next turn boundary
 // within Options.Grace (the rest are canceled and their calls recorded),
 // pushes in flight are canceled, computers stop, the store closes.
 package daemon
@@ -96,6 +99,9 @@ type Daemon struct {
 	endRollups context.CancelFunc // stops the daily memory rollups
 	rolling    chan struct{}      // closed when they stopped
 
+	endBackups context.CancelFunc // stops the scheduled backups
+	backingUp  chan struct{}      // closed when they stopped
+
 	once sync.Once
 }
 
@@ -174,6 +180,12 @@ func New(o Options) (*Daemon, error) {
 	go func() {
 		defer close(d.rolling)
 		d.rollups(rctx)
+	}()
+	bctx, cancelBackups := context.WithCancel(context.Background())
+	d.endBackups, d.backingUp = cancelBackups, make(chan struct{})
+	go func() {
+		defer close(d.backingUp)
+		d.backups(bctx)
 	}()
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
@@ -364,6 +376,7 @@ func (d *Daemon) Stop() {
 		d.http.Shutdown(sctx)
 		cancel()
 		d.stopRollups()
+		d.stopBackups()
 		d.rt.Shutdown(d.o.Grace)
 		d.stopCounting()
 		d.stopPush()
@@ -381,9 +394,19 @@ func (d *Daemon) stopRollups() {
 	}
 }
 
+// stopBackups ends the scheduled backups (a backup midway leaves no
+// file) and waits for them.
+func (d *Daemon) stopBackups() {
+	if d.endBackups != nil {
+		d.endBackups()
+		<-d.backingUp
+	}
+}
+
 // close undoes a New that failed halfway.
 func (d *Daemon) close() {
 	d.stopRollups()
+	d.stopBackups()
 	if d.lock != nil {
 		d.lock.Close()
 	}
@@ -462,6 +485,19 @@ func lockServe(dataDir string) (*os.File, error) {
 }
 
 const serveLock = "serve.lock"
+
+// Lock takes the data dir's lock as den serve does, for a command that
+// must not run beside a den serve (den restore): it fails while one
+// runs, and none starts until release is called.
+func Lock(dataDir string) (release func(), err error) {
+	f, err := lockServe(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "pid %d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}
 
 // Serving reports whether a den serve runs on dataDir, and its URL.
 func Serving(dataDir string) (bool, string) {

@@ -91,4 +91,9 @@
 // writes queue on the Store, in order; between processes SQLite's busy
 // handler arbitrates. No write transaction waits on anything but the
 // database.
+//
+// Snapshot copies the file for a backup with VACUUM INTO while others
+// read and write it: the copy is one read transaction's view, so it
+// holds every transaction committed before the copy began, whole, and
+// nothing after.
 package store
