@@ -62,6 +62,9 @@ var allowed = map[string][]string{
 	// nothing of sessions, models, permissions or the faces: those call
 	// it.
 	"browser": {"browser", "sandbox", "hostfs", "privfile"},
+	// The scheduler knows the store and nothing of sessions, models,
+	// computers or the faces: den serve gives it a Runner.
+	"schedule": {"schedule", "store", "llm"},
 }
 
 func TestBoundaries(t *testing.T) {
