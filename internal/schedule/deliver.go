@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"den.dev/den/internal/store"
@@ -56,12 +57,13 @@ func (e *Engine) deliver(d store.ScheduleDelivery) {
 		delete(e.deliverin, d.ID)
 		e.mu.Unlock()
 	}()
-	detail, err := "the faces (Web Push is off)", error(nil)
+	a := Attempt{Detail: "the faces"}
 	if e.o.Deliverer != nil {
 		ctx, cancel := context.WithTimeout(e.runCtx, deliveryLease-30*time.Second)
-		detail, err = e.o.Deliverer.Deliver(ctx, d)
+		a = e.o.Deliverer.Deliver(ctx, d)
 		cancel()
 	}
+	err := a.Err
 	now := e.o.Clock.Now()
 	rerr := e.o.Store.UpdateSchedules(context.WithoutCancel(e.runCtx), func(tx *store.ScheduleTx) error {
 		cur, err2 := tx.Delivery(d.ID)
@@ -72,7 +74,12 @@ func (e *Engine) deliver(d store.ScheduleDelivery) {
 			return err2
 		}
 		cur.Attempts++
-		cur.Detail = detail
+		cur.Detail = a.Detail
+		for _, r := range a.Reached {
+			if !slices.Contains(cur.Reached, r) {
+				cur.Reached = append(cur.Reached, r)
+			}
+		}
 		switch {
 		case err == nil:
 			cur.Status, cur.Delivered, cur.NextAttempt, cur.Error = DeliveryDelivered, now, time.Time{}, ""

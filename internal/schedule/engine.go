@@ -55,6 +55,9 @@ type Turn struct {
 	Retryable bool
 	// CostUSD is what the turn cost.
 	CostUSD float64
+	// Note, for an ended turn, is what the history should say of it
+	// beside ok (host commands denied for want of a person to ask).
+	Note string
 }
 
 // Verified is how a verification ended: its exit code and the tail of
@@ -67,10 +70,20 @@ type Verified struct {
 }
 
 // Deliverer delivers messages about runs to the user beyond the event
-// the scheduler stores for the faces (Web Push, speech), and says how
-// (detail), or why it could not.
+// the scheduler stores for the faces: Web Push, speech.
 type Deliverer interface {
-	Deliver(ctx context.Context, d store.ScheduleDelivery) (detail string, err error)
+	// Deliver attempts d on the channels it has not reached yet (those
+	// not in d.Reached).
+	Deliver(ctx context.Context, d store.ScheduleDelivery) Attempt
+}
+
+// Attempt is how one attempt at a delivery went: the channels it
+// reached (later attempts skip them), what the delivery has reached in
+// all, in words, and why the rest failed (nil: nothing is left).
+type Attempt struct {
+	Reached []string
+	Detail  string
+	Err     error
 }
 
 // Defaults of Options.
@@ -285,7 +298,8 @@ func (e *Engine) recover(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			u.Status, u.Reason, u.Ended = Interrupted, "den stopped during the run", now
+			u.Status, u.Ended = Interrupted, now
+			because(&u, "den stopped during the run")
 			if err := e.finish(tx, j, &u, true, 0, now); err != nil {
 				return err
 			}

@@ -129,15 +129,15 @@ type fakeDeliverer struct {
 	got   []store.ScheduleDelivery
 }
 
-func (d *fakeDeliverer) Deliver(ctx context.Context, m store.ScheduleDelivery) (string, error) {
+func (d *fakeDeliverer) Deliver(ctx context.Context, m store.ScheduleDelivery) Attempt {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.got = append(d.got, m)
 	if d.fails != 0 {
 		d.fails--
-		return "push 0/1", errors.New("the push service answered 500")
+		return Attempt{Reached: []string{"phone"}, Detail: "push 1/2", Err: errors.New("the push service answered 500")}
 	}
-	return "push 1/1", nil
+	return Attempt{Reached: []string{"laptop"}, Detail: "push 2/2"}
 }
 
 type rig struct {
@@ -297,7 +297,7 @@ func TestOnTime(t *testing.T) {
 	}
 	u := h[0]
 	if u.Status != OK || u.Cause != CauseTime || !u.Started.Equal(day(7, 0)) || u.Late != "" || u.Session != "s1" ||
-		u.CostUSD != 0.01 || u.Answer != "done morning digest" || u.Delivery != DeliveryDelivered || u.DeliveryDetail != "push 1/1" {
+		u.CostUSD != 0.01 || u.Answer != "done morning digest" || u.Delivery != DeliveryDelivered || u.DeliveryDetail != "push 2/2" {
 		t.Errorf("run %+v", u)
 	}
 	if got := r.dlv.got; len(got) != 1 || got[0].Kind != "result" || got[0].Body != "done morning digest" || got[0].Session != "s1" {
@@ -536,6 +536,10 @@ func TestDeliveryRetried(t *testing.T) {
 			h := r.history(j.ID)
 			if len(r.dlv.got) != 3 {
 				t.Errorf("%d attempts, want 3", len(r.dlv.got))
+			}
+			// Each attempt knows what the ones before reached.
+			if got := r.dlv.got[2].Reached; len(got) != 1 || got[0] != "phone" {
+				t.Errorf("the third attempt was told %q reached", got)
 			}
 			evs, _ := r.st.Events(context.Background(), "", 0, 0)
 			failed := false

@@ -211,7 +211,10 @@ func nextDue(j store.Schedule, w When, after time.Time) time.Time {
 	return s.Add(jitter(j))
 }
 
-// title is how deliveries and lists name a job.
+// Title is how deliveries, lists and sessions name a job: its name, or
+// the start of its prompt.
+func Title(j store.Schedule) string { return title(j) }
+
 func title(j store.Schedule) string {
 	if j.Name != "" {
 		return j.Name

@@ -118,10 +118,11 @@ func (e *Engine) execute(j store.Schedule, u store.ScheduleRun) {
 func (e *Engine) run(ctx context.Context, j store.Schedule, u *store.ScheduleRun) (retryable bool, cost float64) {
 	sess, err := e.o.Runner.Session(ctx, j)
 	if err != nil {
-		u.Status, u.Reason = Failed, "the session could not be made: "+err.Error()
+		u.Status = Failed
 		if ctx.Err() != nil {
 			u.Status = Interrupted
 		}
+		because(u, "the session could not be made: "+err.Error())
 		return true, 0
 	}
 	u.Session = sess
@@ -151,32 +152,53 @@ func (e *Engine) run(ctx context.Context, j store.Schedule, u *store.ScheduleRun
 	u.Answer = cut(t.Answer, maxAnswer)
 	switch {
 	case t.Interrupted:
-		u.Status, u.Reason = Interrupted, firstOf(t.Reason, "den stopped during the run")
+		u.Status = Interrupted
+		because(u, firstOf(t.Reason, "den stopped during the run"))
 		return true, t.CostUSD
 	case !t.Ended:
-		u.Status, u.Reason = Failed, firstOf(t.Reason, "the agent did not end its turn")
+		u.Status = Failed
+		because(u, firstOf(t.Reason, "the agent did not end its turn"))
 		return t.Retryable, t.CostUSD
-	case j.Verify == "":
+	}
+	because(u, t.Note)
+	if j.Verify == "" {
 		u.Status = OK
 		return false, t.CostUSD
 	}
 	v := e.o.Runner.Verify(ctx, sess, j.Verify)
 	switch {
 	case v.Interrupted:
-		u.Status, u.Reason = Interrupted, "den stopped during the verification"
+		u.Status = Interrupted
+		because(u, "den stopped during the verification")
 		return true, t.CostUSD
 	case v.Err != nil:
-		u.Status, u.Reason = Failed, "the verification could not run: "+v.Err.Error()
+		u.Status = Failed
+		because(u, "the verification could not run: "+v.Err.Error())
 		return true, t.CostUSD
 	case v.Exit != 0:
-		u.Status, u.Reason = Failed, fmt.Sprintf("the verification exited %d", v.Exit)
+		u.Status = Failed
+		why := fmt.Sprintf("the verification exited %d", v.Exit)
 		if out := strings.TrimSpace(v.Output); out != "" {
-			u.Reason += ": " + cut(out, 500)
+			why += ": " + cut(out, 500)
 		}
+		because(u, why)
 		return false, t.CostUSD
 	}
-	u.Status, u.Reason = OK, firstOf(u.Reason, "verified")
+	u.Status = OK
+	because(u, "verified")
 	return false, t.CostUSD
+}
+
+// because adds why to what u's reason says already (that it started
+// late, say).
+func because(u *store.ScheduleRun, why string) {
+	switch {
+	case why == "":
+	case u.Reason == "":
+		u.Reason = why
+	default:
+		u.Reason += "; " + why
+	}
 }
 
 // prompt is what a run sends: the job's prompt, and when the run

@@ -43,8 +43,8 @@
 //	            UNIQUE (schedule_id, slot, attempt): the claim of a slot)
 //	schedule_deliveries (id PK, schedule_id → schedules, kind, title,
 //	            body, session_id, speak, status pending|delivered|failed,
-//	            attempts, next_attempt, detail, error, created_at,
-//	            delivered_at)
+//	            attempts, next_attempt, detail, error, reached,
+//	            created_at, delivered_at)
 //
 // Times are Unix nanoseconds (INTEGER), money is integer micro-dollars
 // (sums are exact), tables are STRICT. Ids are 20 characters of

@@ -80,8 +80,11 @@ type ScheduleDelivery struct {
 	NextAttempt time.Time
 	Detail      string
 	Error       string
-	Created     time.Time
-	Delivered   time.Time
+	// Reached are the channels an attempt reached (a browser's push
+	// endpoint, speech), which later attempts skip.
+	Reached   []string
+	Created   time.Time
+	Delivered time.Time
 }
 
 // RunQuery selects runs for ScheduleRuns: of one job (0: every job), of
@@ -101,7 +104,7 @@ const runCols = `id, schedule_id, slot, attempt, due, cause, status, reason, sta
 	answer, retry_at, delivery_id, owner`
 
 const deliveryCols = `id, schedule_id, kind, title, body, session_id, speak, status, attempts, next_attempt, detail, error,
-	created_at, delivered_at`
+	reached, created_at, delivered_at`
 
 type scanner interface{ Scan(...any) error }
 
@@ -135,10 +138,14 @@ func scanRun(r scanner) (ScheduleRun, error) {
 func scanDelivery(r scanner) (ScheduleDelivery, error) {
 	var d ScheduleDelivery
 	var created int64
+	var reached string
 	var next, delivered sql.NullInt64
 	err := r.Scan(&d.ID, &d.Schedule, &d.Kind, &d.Title, &d.Body, &d.Session, &d.Speak, &d.Status, &d.Attempts, &next,
-		&d.Detail, &d.Error, &created, &delivered)
+		&d.Detail, &d.Error, &reached, &created, &delivered)
 	d.NextAttempt, d.Created, d.Delivered = nullTime(next), fromNanos(created), nullTime(delivered)
+	if reached != "" {
+		d.Reached = strings.Split(reached, "\n")
+	}
 	return d, err
 }
 
@@ -568,9 +575,9 @@ func (t *ScheduleTx) PruneRuns(schedule int64, before time.Time, keep int) error
 // AddDelivery inserts d and sets its ID.
 func (t *ScheduleTx) AddDelivery(d *ScheduleDelivery) error {
 	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO schedule_deliveries (schedule_id, kind, title, body, session_id, speak, status,
-		attempts, next_attempt, detail, error, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		attempts, next_attempt, detail, error, reached, created_at, delivered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		d.Schedule, d.Kind, d.Title, d.Body, d.Session, d.Speak, d.Status, d.Attempts, nullNanos(d.NextAttempt), d.Detail, d.Error,
-		d.Created.UnixNano(), nullNanos(d.Delivered))
+		strings.Join(d.Reached, "\n"), d.Created.UnixNano(), nullNanos(d.Delivered))
 	if err != nil {
 		return err
 	}
@@ -590,8 +597,8 @@ func (t *ScheduleTx) Delivery(id int64) (ScheduleDelivery, error) {
 // PutDelivery replaces the delivery with d's ID.
 func (t *ScheduleTx) PutDelivery(d ScheduleDelivery) error {
 	res, err := t.tx.ExecContext(t.ctx, `UPDATE schedule_deliveries SET status = ?, attempts = ?, next_attempt = ?, detail = ?,
-		error = ?, delivered_at = ? WHERE id = ?`,
-		d.Status, d.Attempts, nullNanos(d.NextAttempt), d.Detail, d.Error, nullNanos(d.Delivered), d.ID)
+		error = ?, reached = ?, delivered_at = ? WHERE id = ?`,
+		d.Status, d.Attempts, nullNanos(d.NextAttempt), d.Detail, d.Error, strings.Join(d.Reached, "\n"), nullNanos(d.Delivered), d.ID)
 	if err != nil {
 		return err
 	}

@@ -330,6 +330,7 @@ CREATE TABLE schedule_deliveries (
 	next_attempt INTEGER,
 	detail       TEXT NOT NULL DEFAULT '',
 	error        TEXT NOT NULL DEFAULT '',
+	reached      TEXT NOT NULL DEFAULT '',
 	created_at   INTEGER NOT NULL,
 	delivered_at INTEGER
 ) STRICT;
