@@ -35,6 +35,7 @@ import (
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
@@ -96,6 +97,13 @@ type Daemon struct {
 	endRollups context.CancelFunc // stops the daily memory rollups
 	rolling    chan struct{}      // closed when they stopped
 
+	sched        *schedule.Engine
+	book         *schedule.Book
+	runner       *runner
+	changes      *session.Subscription // changes to jobs, which wake the scheduler
+	endScheduler context.CancelFunc    // ends its planning
+	scheduling   chan struct{}         // closed when it stopped
+
 	once sync.Once
 }
 
@@ -151,6 +159,9 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.count(last)
+	if err := d.newScheduler(); err != nil {
+		return nil, err
+	}
 	if cfg.Server.PushOn() {
 		if err := d.startPush(last); err != nil {
 			return nil, err
@@ -177,7 +188,8 @@ func New(o Options) (*Daemon, error) {
 	}()
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp})
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp,
+		Schedules: d.book})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),
@@ -197,6 +209,7 @@ func New(o Options) (*Daemon, error) {
 	}
 	d.lock.Truncate(0)
 	fmt.Fprintf(d.lock, "pid %d %s\n", os.Getpid(), d.BaseURL())
+	d.startScheduler(last)
 	ok = true
 	return d, nil
 }
@@ -268,7 +281,7 @@ func (d *Daemon) startPush(last int64) error {
 	d.push = push.New(push.Options{Store: d.st, Keys: keys, Client: pushClient(), Log: d.log,
 		Contact: func() string { return d.rt.Config().Server.PushContact },
 		InUse:   func() bool { return d.rt.Devices().InUse(time.Now()) }})
-	d.pushed = d.rt.Subscribe("", last, push.Wanted)
+	d.pushed = d.rt.Subscribe("", last, d.pushWanted)
 	d.pushing = make(chan struct{})
 	go func() {
 		defer close(d.pushing)
@@ -364,7 +377,9 @@ func (d *Daemon) Stop() {
 		d.http.Shutdown(sctx)
 		cancel()
 		d.stopRollups()
+		d.stopPlanning()
 		d.rt.Shutdown(d.o.Grace)
+		d.waitScheduler()
 		d.stopCounting()
 		d.stopPush()
 		d.st.Close()
