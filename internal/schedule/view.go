@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"strings"
 	"time"
 
 	"den.dev/den/internal/store"
@@ -87,8 +88,8 @@ func view(j store.Schedule, last *store.ScheduleRun, ds map[int64]store.Schedule
 	w := When{Kind: j.Kind, Spec: j.Spec, TZ: j.TZ, Anchor: j.Anchor}
 	v := JobView{ID: j.ID, Agent: j.Agent, Name: j.Name, Title: title(j), When: w.String(), Kind: j.Kind, Spec: j.Spec, TZ: j.TZ,
 		Prompt: j.Prompt, Session: j.Session, SessionID: j.SessionID, Model: j.Model, Budget: j.Budget, MaxTurns: j.MaxTurns,
-		Verify: j.Verify, Deliver: j.Deliver, Speak: j.Speak, Approvals: j.Approvals, Misfire: j.Misfire, Grace: j.Grace.String(),
-		Jitter: j.Jitter.String(), Retries: j.Retries, NextRun: optional(j.NextDue), CreatedBy: j.CreatedBy, Created: j.Created,
+		Verify: j.Verify, Deliver: j.Deliver, Speak: j.Speak, Approvals: j.Approvals, Misfire: j.Misfire, Grace: FormatDuration(j.Grace),
+		Jitter: FormatDuration(j.Jitter), Retries: j.Retries, NextRun: optional(j.NextDue), CreatedBy: j.CreatedBy, Created: j.Created,
 		Updated: j.Updated}
 	if j.Paused {
 		v.NextRun = nil
@@ -126,4 +127,17 @@ func runView(u store.ScheduleRun, ds map[int64]store.ScheduleDelivery, j store.S
 		r.Delivery, r.DeliveryDetail, r.DeliveryError = d.Status, d.Detail, d.Error
 	}
 	return r
+}
+
+// FormatDuration writes d as ParseDuration reads it, without zero
+// units: 5m, 1h30m, 30s, 0s.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -110,7 +110,7 @@ func (w When) String() string {
 		return "every " + w.Spec
 	case At:
 		t := w.Anchor
-		if loc, err := LoadZone(w.TZ); err == nil {
+		if loc, err := LoadZone(firstOf(w.TZ, localZoneOr("UTC"))); err == nil {
 			t = t.In(loc)
 		}
 		return "at " + t.Format("2006-01-02 15:04 MST")
