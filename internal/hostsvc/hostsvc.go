@@ -2,7 +2,7 @@
 // the agent's computer asks den to do on the host (open something in
 // the user's face, notify, ask the user, call a model, read other
 // sessions, read or change den's settings, use the clipboard, speak,
-// use the MCP servers the user connected).
+// use the MCP servers the user connected, schedule its own runs).
 // The transport, the JSON envelope and the permission gate are
 // elsewhere (hostcmd, permission).
 //
@@ -115,6 +115,9 @@ type Service struct {
 	// Browser is the session's web browser (den-browser); nil where the
 	// agent has none.
 	Browser Browser
+	// Schedules is the agent's scheduled jobs (den-schedule); nil where
+	// there are none.
+	Schedules Schedules
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -186,6 +189,10 @@ func Commands() []Command {
 			"get_readable, screenshot, get_cookies (the values go to an env file in /den/offloads), ... (den-browser help lists them). " +
 			"A value of - is read from standard input.",
 			Parse: (*Service).parseBrowser},
+		{Name: "den-schedule", Usage: scheduleUsage + "\n" +
+			"  Schedule yourself: run a prompt in a fresh session (or --session NAME) at --cron EXPR [--tz ZONE], --every D, --at TIME or --in D; " +
+			"--verify CMD makes a run ok only if CMD exits 0 in this computer; den delivers each answer to the user. Only this agent's jobs. den-schedule add --help lists the flags.",
+			Parse: (*Service).parseSchedule},
 	}
 }
 

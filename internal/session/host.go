@@ -14,6 +14,7 @@ import (
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/store"
 )
 
@@ -64,6 +65,9 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Device:      faces.Device,
 		MCP:         mcp,
 		Browser:     browser,
+		// den serve's scheduler learns of a change from the event the
+		// book stores with it.
+		Schedules: &schedule.Book{Store: st},
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {
