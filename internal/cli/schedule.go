@@ -212,9 +212,12 @@ func scheduleList(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				// One-shot jobs that are done stay listed for a day after
+				// their last run, then --all shows them.
 				shown := []schedule.JobView{}
 				for _, j := range list {
-					if all || j.State != schedule.StateDone {
+					old := j.State == schedule.StateDone && (j.Last == nil || j.Last.Ended == nil || time.Since(*j.Last.Ended) > 24*time.Hour)
+					if all || !old {
 						shown = append(shown, j)
 					}
 				}
@@ -230,14 +233,14 @@ func scheduleList(g *globals) *cobra.Command {
 					return err
 				}
 				if hidden := len(list) - len(shown); hidden > 0 {
-					fmt.Fprintf(g.stdout, "(%d done one-shot job(s) not shown: --all shows them)\n", hidden)
+					fmt.Fprintf(g.stdout, "(%d one-shot job(s) done before yesterday not shown: --all shows them)\n", hidden)
 				}
 				return nil
 			})
 		},
 	}
 	c.Flags().StringVar(&agentName, "agent", "", "only this agent's jobs")
-	c.Flags().BoolVar(&all, "all", false, "also the one-shot jobs that are done")
+	c.Flags().BoolVar(&all, "all", false, "also the one-shot jobs done more than a day ago")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }

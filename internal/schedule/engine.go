@@ -284,11 +284,15 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 }
 
 // recover records the runs a stopped den left running as interrupted,
-// and retries them per their job's policy. Only the leader runs runs,
-// and it has just taken the lead: every such run is over.
+// retries them per their job's policy, and takes back the deliveries it
+// was attempting. Only the leader runs runs and delivers, and it has
+// just taken the lead: every such run and attempt is over.
 func (e *Engine) recover(ctx context.Context) error {
 	now := e.o.Clock.Now()
 	return e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
+		if err := tx.ReleaseDeliveries(now); err != nil {
+			return err
+		}
 		runs, err := tx.Runs(0, Running)
 		if err != nil {
 			return err

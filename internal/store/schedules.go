@@ -625,6 +625,14 @@ func (t *ScheduleTx) DeliveriesDue(now time.Time) ([]ScheduleDelivery, error) {
 	return out, rows.Err()
 }
 
+// ReleaseDeliveries makes every pending delivery due at now: the
+// attempts a stopped den leased are over.
+func (t *ScheduleTx) ReleaseDeliveries(now time.Time) error {
+	_, err := t.tx.ExecContext(t.ctx, `UPDATE schedule_deliveries SET next_attempt = ? WHERE status = 'pending' AND next_attempt > ?`,
+		now.UnixNano(), now.UnixNano())
+	return err
+}
+
 // Event stores an event of no session in the same transaction: typ and
 // v's JSON object (see package event), so that what changed and the
 // event saying so are committed together.
