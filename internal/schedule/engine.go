@@ -215,8 +215,18 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.recover(ctx); err != nil {
 		e.o.Log.Error("scheduler: runs a stopped den left not recovered", "err", err)
 	}
+	// A tick leaves nothing due (what it could not do, it puts off); if
+	// the store fails so that something still is, the engine backs off
+	// rather than spin.
+	backoff := time.Duration(0)
 	for {
 		next := e.tick(ctx)
+		if now := e.o.Clock.Now(); !next.IsZero() && !next.After(now) {
+			backoff = min(max(2*backoff, 10*time.Millisecond), time.Minute)
+			next = now.Add(backoff)
+		} else {
+			backoff = 0
+		}
 		if !e.sleep(ctx, next) {
 			break
 		}
@@ -264,11 +274,7 @@ func (e *Engine) tick(ctx context.Context) time.Time {
 	if err != nil {
 		e.o.Log.Error("scheduler: due jobs", "err", err)
 	}
-	for _, id := range due {
-		if err := e.plan(ctx, id, now); err != nil {
-			e.o.Log.Error("scheduler: job not planned", "schedule", id, "err", err)
-		}
-	}
+	e.plan(ctx, due, now)
 	if err := e.start(ctx); err != nil {
 		e.o.Log.Error("scheduler: runs not started", "err", err)
 	}

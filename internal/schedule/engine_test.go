@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -513,6 +514,7 @@ func TestStatusesHonest(t *testing.T) {
 			failures = append(failures, d.Body)
 		}
 	}
+	slices.Sort(failures)
 	if len(failures) != 2 || !strings.Contains(failures[0], "exited 3") || !strings.Contains(failures[1], "turn limit") {
 		t.Errorf("failures told: %q", failures)
 	}

@@ -9,10 +9,15 @@ import (
 	"den.dev/den/internal/store"
 )
 
-// plan accounts for every slot of job id that is due at now and has no
-// row yet, in one transaction that also moves the job's cursor: each
-// slot gets a row, once, whatever else accounts for it (another den, a
-// den schedule edit). Which rows run:
+// planBatch bounds the rows one transaction of plan inserts: a
+// catch-up after a long downtime commits in pieces, not holding the
+// write lock for long.
+const planBatch = 20000
+
+// plan accounts for every slot of the due jobs ids that is due at now
+// and has no row yet, in transactions that also move each job's cursor:
+// each slot gets a row, once, whatever else accounts for it (another
+// den, a den schedule edit). Which rows run:
 //
 //   - one slot due, within the job's grace window: it runs;
 //   - slots that came while nothing could run them (den was not
@@ -24,61 +29,121 @@ import (
 //   - a slot that comes while the job's previous run still runs (or
 //     waits) is skipped, not stacked, unless the policy is run-all.
 //
-// Missed and skipped slots are told to the user in one message.
-func (e *Engine) plan(ctx context.Context, id int64, now time.Time) error {
-	return e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
+// Missed and skipped slots are told to the user in one message per job.
+//
+// A job that cannot be planned (its transaction fails) is put off for a
+// minute, so that it neither holds the others back nor has the engine
+// wake for it at once, again and again.
+func (e *Engine) plan(ctx context.Context, ids []int64, now time.Time) {
+	for len(ids) > 0 {
+		done := 0
+		err := e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
+			done = 0
+			for rows := 0; done < len(ids) && rows < planBatch; done++ {
+				n, err := e.planJob(tx, ids[done], now)
+				if err != nil {
+					return err
+				}
+				rows += n
+			}
+			return nil
+		})
+		if err == nil {
+			ids = ids[done:]
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		for _, id := range ids {
+			err := e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
+				_, err := e.planJob(tx, id, now)
+				return err
+			})
+			if err != nil {
+				e.o.Log.Error("scheduler: job not planned; it is tried again in a minute", "schedule", id, "err", err)
+				e.putOff(ctx, id, now.Add(time.Minute))
+			}
+		}
+		return
+	}
+}
+
+// putOff moves job id's next due time to at.
+func (e *Engine) putOff(ctx context.Context, id int64, at time.Time) {
+	err := e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
 		j, err := tx.Schedule(id)
 		if err != nil {
 			return err
 		}
-		if j.Paused || j.NextDue.IsZero() || j.NextDue.After(now) {
-			return nil // changed meanwhile
-		}
-		w, err := when(j)
-		if err != nil {
-			// A job den cannot read any more (a time zone gone from the
-			// system's database) stops, and says so.
-			j.NextDue = time.Time{}
-			if err := tx.PutSchedule(&j); err != nil {
-				return err
-			}
-			return missedDelivery(tx, j, fmt.Sprintf("%s cannot run any more: %v. Edit its when-spec.", title(j), err), now)
-		}
-		live, err := tx.Runs(j.ID, Queued, Running)
-		if err != nil {
-			return err
-		}
-		rows, delivery := e.account(j, w, len(live) > 0, now)
-		if len(rows) > 0 {
-			j.Accounted = rows[len(rows)-1].Slot
-		}
-		j.NextDue = nextDue(j, w, j.Accounted)
+		j.NextDue = at
+		return tx.PutSchedule(&j)
+	})
+	if err != nil {
+		e.o.Log.Error("scheduler: job not put off", "schedule", id, "err", err)
+	}
+}
+
+// planJob is plan for one job, in tx; it returns the rows it inserted.
+func (e *Engine) planJob(tx *store.ScheduleTx, id int64, now time.Time) (int, error) {
+	j, err := tx.Schedule(id)
+	if err != nil {
+		return 0, err
+	}
+	if j.Paused || j.NextDue.IsZero() || j.NextDue.After(now) {
+		return 0, nil // changed meanwhile
+	}
+	w, err := when(j)
+	if err != nil {
+		// A job den cannot read any more (a time zone gone from the
+		// system's database) stops, and says so.
+		j.NextDue = time.Time{}
 		if err := tx.PutSchedule(&j); err != nil {
-			return err
+			return 0, err
 		}
-		if delivery != "" {
-			d, err := newDelivery(tx, j, "missed", delivery, now)
-			if err != nil {
-				return err
-			}
-			for _, u := range rows {
-				if u.Status == Missed || u.Status == Skipped {
-					u.Delivery = d
-				}
-			}
-		}
-		if _, err := tx.AddRuns(rows); err != nil {
-			return err
+		return 0, missedDelivery(tx, j, fmt.Sprintf("%s cannot run any more: %v. Edit its when-spec.", title(j), err), now)
+	}
+	live, err := tx.Runs(j.ID, Queued, Running)
+	if err != nil {
+		return 0, err
+	}
+	rows, delivery := e.account(j, w, len(live) > 0, now)
+	prev := j.Accounted
+	if len(rows) > 0 {
+		j.Accounted = rows[len(rows)-1].Slot
+	}
+	j.NextDue = nextDue(j, w, j.Accounted)
+	if err := tx.PutSchedule(&j); err != nil {
+		return 0, err
+	}
+	if delivery != "" {
+		d, err := newDelivery(tx, j, "missed", delivery, now)
+		if err != nil {
+			return 0, err
 		}
 		for _, u := range rows {
-			if u.Status == Queued && u.ID != 0 {
-				if err := runEvent(tx, j, *u); err != nil {
-					return err
-				}
+			if u.Status == Missed || u.Status == Skipped {
+				u.Delivery = d
 			}
 		}
-		return tx.PruneRuns(j.ID, now.Add(-keepFor), keepRuns)
-	})
+	}
+	if _, err := tx.AddRuns(rows); err != nil {
+		return 0, err
+	}
+	for _, u := range rows {
+		if u.Status == Queued && u.ID != 0 {
+			if err := runEvent(tx, j, *u); err != nil {
+				return 0, err
+			}
+		}
+	}
+	// The history is trimmed once a day per job, or after a catch-up.
+	if len(rows) > 1 || prev.Truncate(24*time.Hour) != j.Accounted.Truncate(24*time.Hour) {
+		if err := tx.PruneRuns(j.ID, now.Add(-keepFor), keepRuns); err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), nil
 }
 
 // account makes the rows of j's slots due at now, and the text of the

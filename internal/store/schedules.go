@@ -461,32 +461,48 @@ func (t *ScheduleTx) AddRun(u *ScheduleRun) (bool, error) {
 	return added[0], nil
 }
 
-// AddRuns is AddRun for each of us, with one prepared statement (a
-// catch-up after a long downtime accounts for many slots at once).
+// AddRuns is AddRun for each of us, inserting them in batches (a
+// catch-up after a long downtime accounts for many slots at once); it
+// reports, in order, which it inserted.
 func (t *ScheduleTx) AddRuns(us []*ScheduleRun) ([]bool, error) {
-	insert, err := t.tx.PrepareContext(t.ctx, `INSERT INTO schedule_runs (schedule_id, slot, attempt, due, cause, status, reason,
-		started, ended, session_id, cost_micro_usd, answer, retry_at, delivery_id, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (schedule_id, slot, attempt) DO NOTHING`)
-	if err != nil {
-		return nil, err
+	const cols = 15
+	const batch = 200
+	type key struct {
+		schedule, slot int64
+		attempt        int
 	}
-	defer insert.Close()
 	added := make([]bool, len(us))
-	for i, u := range us {
-		res, err := insert.ExecContext(t.ctx, u.Schedule, u.Slot.UnixNano(), u.Attempt, u.Due.UnixNano(), u.Cause, u.Status, u.Reason,
-			nullNanos(u.Started), nullNanos(u.Ended), u.Session, micros(u.CostUSD), u.Answer, nullNanos(u.RetryAt), nullID(u.Delivery), u.Owner)
+	at := map[key]int{}
+	for start := 0; start < len(us); start += batch {
+		chunk := us[start:min(start+batch, len(us))]
+		args := make([]any, 0, cols*len(chunk))
+		clear(at)
+		for i, u := range chunk {
+			at[key{u.Schedule, u.Slot.UnixNano(), u.Attempt}] = start + i
+			args = append(args, u.Schedule, u.Slot.UnixNano(), u.Attempt, u.Due.UnixNano(), u.Cause, u.Status, u.Reason,
+				nullNanos(u.Started), nullNanos(u.Ended), u.Session, micros(u.CostUSD), u.Answer, nullNanos(u.RetryAt), nullID(u.Delivery), u.Owner)
+		}
+		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?), ", len(chunk)), ", ")
+		rows, err := t.tx.QueryContext(t.ctx, `INSERT INTO schedule_runs (schedule_id, slot, attempt, due, cause, status, reason,
+			started, ended, session_id, cost_micro_usd, answer, retry_at, delivery_id, owner) VALUES `+values+`
+			ON CONFLICT (schedule_id, slot, attempt) DO NOTHING RETURNING id, schedule_id, slot, attempt`, args...)
 		if err != nil {
 			return nil, err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return nil, err
-		} else if n == 0 {
-			continue
+		for rows.Next() {
+			var id int64
+			var k key
+			if err := rows.Scan(&id, &k.schedule, &k.slot, &k.attempt); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if i, ok := at[k]; ok {
+				us[i].ID, added[i] = id, true
+			}
 		}
-		if u.ID, err = res.LastInsertId(); err != nil {
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, err
 		}
-		added[i] = true
 	}
 	return added, nil
 }
@@ -515,17 +531,27 @@ func (t *ScheduleTx) PutRun(u ScheduleRun) error {
 }
 
 // Runs lists the runs with status among statuses (of job schedule; 0
-// for every job), by due time.
+// for every job), by due time. Only the statuses a run stays in while
+// it is not over may be asked for: queued and running.
 func (t *ScheduleTx) Runs(schedule int64, statuses ...string) ([]ScheduleRun, error) {
 	if len(statuses) == 0 {
 		return nil, nil
 	}
-	args := []any{schedule, schedule}
+	// The statuses are written into the query, not bound: SQLite uses
+	// the partial index of live runs only for a condition it can see
+	// implies the index's.
+	var in []string
 	for _, s := range statuses {
-		args = append(args, s)
+		if s != "queued" && s != "running" {
+			return nil, fmt.Errorf("runs with status %q: only queued and running are indexed", s)
+		}
+		in = append(in, "'"+s+"'")
 	}
-	return t.runs(`SELECT `+runCols+` FROM schedule_runs WHERE (? = 0 OR schedule_id = ?)
-		AND status IN (?`+strings.Repeat(", ?", len(statuses)-1)+`) ORDER BY due, id`, args...)
+	where := "status IN (" + strings.Join(in, ", ") + ")"
+	if schedule == 0 {
+		return t.runs(`SELECT ` + runCols + ` FROM schedule_runs WHERE ` + where + ` ORDER BY due, id`)
+	}
+	return t.runs(`SELECT `+runCols+` FROM schedule_runs WHERE `+where+` AND schedule_id = ? ORDER BY due, id`, schedule)
 }
 
 // RetriesDue lists the runs whose retry is due at now.
@@ -565,10 +591,17 @@ func (t *ScheduleTx) runs(query string, args ...any) ([]ScheduleRun, error) {
 // its newest keep rows whatever their age, and the rows that are not
 // over (queued, running, or waiting for a retry).
 func (t *ScheduleTx) PruneRuns(schedule int64, before time.Time, keep int) error {
-	_, err := t.tx.ExecContext(t.ctx, `DELETE FROM schedule_runs WHERE schedule_id = ? AND slot < ?
-		AND status NOT IN ('queued', 'running') AND retry_at IS NULL
-		AND id NOT IN (SELECT id FROM schedule_runs WHERE schedule_id = ? ORDER BY slot DESC, attempt DESC LIMIT ?)`,
-		schedule, before.UnixNano(), schedule, keep)
+	var kept int64
+	err := t.tx.QueryRowContext(t.ctx, `SELECT slot FROM schedule_runs WHERE schedule_id = ? ORDER BY slot DESC, attempt DESC
+		LIMIT 1 OFFSET ?`, schedule, max(keep-1, 0)).Scan(&kept)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // fewer rows than keep
+	}
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.ExecContext(t.ctx, `DELETE FROM schedule_runs WHERE schedule_id = ? AND slot < ? AND slot < ?
+		AND status NOT IN ('queued', 'running') AND retry_at IS NULL`, schedule, before.UnixNano(), kept)
 	return err
 }
 

@@ -357,7 +357,6 @@ CREATE TABLE schedule_runs (
 ) STRICT;
 CREATE INDEX schedule_runs_live ON schedule_runs(status, schedule_id) WHERE status IN ('queued', 'running');
 CREATE INDEX schedule_runs_retry ON schedule_runs(retry_at) WHERE retry_at IS NOT NULL;
-CREATE INDEX schedule_runs_by_slot ON schedule_runs(schedule_id, slot DESC);
 `,
 }
 
