@@ -3,7 +3,7 @@
 // (sessions, events and files always come from den), and shows the
 // notifications den pushes (push.js subscribes).
 const CACHE = "den-shell-v2";
-const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/settings.js", "/app/device.js", "/app/push.js", "/app/icon.svg",
+const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/settings.js", "/app/schedules.js", "/app/device.js", "/app/push.js", "/app/icon.svg",
   "/app/vendor/preact.module.js", "/app/vendor/hooks.module.js", "/app/vendor/htm.module.js"];
 
 self.addEventListener("install", (e) => {
