@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/webpush/webpushtest"
 )
@@ -307,4 +308,51 @@ func TestScheduleKill9(t *testing.T) {
 			t.Errorf("history %+v; %d requests after the restart", h, len(again.Requests()))
 		}
 	})
+}
+
+// BenchmarkScheduleDueStart: with den serve and a fake provider, how
+// late a job due two seconds after it was added starts (its run's start
+// less its due time, as its history records them; ms-late), and how
+// long until the model is asked (ms-to-model: the computer starts in
+// between).
+func BenchmarkScheduleDueStart(b *testing.B) {
+	sandboxtest.Need(b, "bwrap", "bubblewrap")
+	sandboxtest.Need(b, "busybox", "busybox-static")
+	d := New(b, denBin)
+	serveConfig(b, d, "")
+	fake := llmtest.NewAnthropic(b, llmtest.Turn{Text: "on time"})
+	p := startServe(b, d, fake)
+	var late, toModel time.Duration
+	n := 0
+	for b.Loop() {
+		due := time.Now().Add(2 * time.Second)
+		var j schedule.JobView
+		b.StopTimer()
+		r := d.MustRun("schedule", "add", "--at", due.Format(time.RFC3339Nano), "--tz", "UTC", "--json", "bench")
+		if err := json.Unmarshal([]byte(r.Stdout), &j); err != nil {
+			b.Fatal(err)
+		}
+		before := len(fake.Requests())
+		for len(fake.Requests()) == before {
+			time.Sleep(time.Millisecond)
+		}
+		asked := time.Now()
+		var h []schedule.RunView
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			r := d.MustRun("schedule", "history", jsonID(j.ID), "--json")
+			json.Unmarshal([]byte(r.Stdout), &h)
+			if len(h) == 1 && h[0].Started != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("no start: %s", p.stderr)
+			}
+		}
+		late += h[0].Started.Sub(h[0].Due)
+		toModel += asked.Sub(h[0].Due)
+		n++
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(late.Microseconds())/float64(n)/1000, "ms-late")
+	b.ReportMetric(float64(toModel.Microseconds())/float64(n)/1000, "ms-to-model")
 }
