@@ -194,6 +194,9 @@ func TestScheduleDeliveryRetried(t *testing.T) {
 	if h[0].Status != schedule.OK || h[0].Delivery != schedule.DeliveryDelivered || h[0].DeliveryDetail != "Web Push to 2 browser(s)" {
 		t.Errorf("delivered on the second attempt: %+v", h[0])
 	}
+	// Nothing else comes: the run's session's own "done" is not pushed
+	// beside the job's message.
+	time.Sleep(time.Second)
 	for name, b := range map[string]*webpushtest.Browser{"phone": phone, "laptop": laptop} {
 		var took int
 		for len(b.Received()) > 0 {
@@ -232,6 +235,32 @@ func TestScheduleDeliveryRetried(t *testing.T) {
 	list := d.MustRun("schedule", "list").Stdout
 	if !strings.Contains(list, "(not delivered)") {
 		t.Errorf("den schedule list does not say the delivery failed:\n%s", list)
+	}
+}
+
+// TestScheduleSpeaks: a job with --speak has its answer spoken into an
+// audio file of its session, which the faces are told of (a speech
+// event), and its delivery says so.
+func TestScheduleSpeaks(t *testing.T) {
+	sandboxtest.Need(t, "espeak-ng", "espeak-ng")
+	d := newDen(t)
+	serveConfig(t, d, "")
+	p := startServe(t, d, llmtest.NewAnthropic(t, llmtest.Turn{Text: "Good morning."}))
+	j := addJob(t, d, "--in", "1s", "--speak", "say good morning")
+	h := waitHistory(t, d, j.ID, "the spoken delivery", final)
+	if h[0].Delivery != schedule.DeliveryDelivered || !strings.Contains(h[0].DeliveryDetail, "spoken") {
+		t.Fatalf("delivery %+v", h[0])
+	}
+	evs, stop := p.stream(t, "/api/v1/sessions/"+h[0].Session+"/events", "")
+	defer stop()
+	got := until(t, evs, "speech", "")
+	path, _ := got[len(got)-1].Data["path"].(string)
+	if !strings.HasPrefix(path, "/den/attachments/speech-") || got[len(got)-1].Data["text"] != "Good morning." {
+		t.Errorf("speech event %s", got[len(got)-1].Raw)
+	}
+	name := strings.TrimPrefix(path, "/den/attachments/")
+	if fi, err := os.Stat(filepath.Join(d.AgentDir("default"), "sessions", h[0].Session, "attachments", name)); err != nil || fi.Size() == 0 {
+		t.Errorf("the audio file: %v %v", fi, err)
 	}
 }
 
