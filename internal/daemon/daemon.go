@@ -7,11 +7,15 @@
 // second, repairs sessions a killed den left running and runs queued
 // messages; Web Push (unless [server] push = false) loads or makes its
 // key and follows the events it sends; the guard loads (or makes) the
-// token; den's MCP server is made, to serve /mcp; the listener opens.
+// token; den's MCP server is made, to serve /mcp; the listener opens;
+// the scheduler (package schedule, wired in schedule.go) takes the lead
+// of the data dir's jobs.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
-// event streams end, running turns end at their next turn boundary
-// within Options.Grace (the rest are canceled and their calls recorded),
-// pushes in flight are canceled, computers stop, the store closes.
+// event streams end, the scheduler starts nothing more, running turns
+// end at their next turn boundary within Options.Grace (the rest are
+// canceled and their calls recorded; scheduled runs among them are
+// recorded interrupted, to run again at the next start), pushes in
+// flight are canceled, computers stop, the store closes.
 package daemon
 
 import (
