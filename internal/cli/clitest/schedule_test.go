@@ -264,6 +264,31 @@ func TestScheduleSpeaks(t *testing.T) {
 	}
 }
 
+// TestScheduleStopped: den serve stopped (SIGTERM) during a run lets
+// the run's command finish, records the run interrupted, and the next
+// den runs it again, once.
+func TestScheduleStopped(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	sleep := uniqueSleep(t, 2)
+	p := startServe(t, d, llmtest.NewAnthropic(t, llmtest.Turn{Calls: []llmtest.Call{sh("toolu_s", "sleep "+sleep)}}))
+	j := addJob(t, d, "--in", "1s", "stop me")
+	WaitProcs(1, "sleep", sleep)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("den serve: %v\n%s", err, p.stderr)
+	}
+	if h := history(t, d, j.ID); len(h) != 1 || h[0].Status != schedule.Interrupted || h[0].RetryAt == nil {
+		t.Fatalf("after the stop: %+v", h)
+	}
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Text: "done"})
+	startServe(t, d, fake)
+	h := waitHistory(t, d, j.ID, "the retry", final)
+	if len(h) != 2 || h[1].Status != schedule.OK || h[1].Attempt != 2 || len(fake.Requests()) != 1 {
+		t.Errorf("history %+v", h)
+	}
+}
+
 // TestScheduleKill9: den serve killed with SIGKILL just before, during
 // and just after a job's time, then started again: each time is
 // accounted for once, nothing runs twice, and nothing is lost.
