@@ -35,6 +35,8 @@ type Config struct {
 	Subagents Subagents          `toml:"subagents"`
 	// Backup is den serve's scheduled backups.
 	Backup Backup `toml:"backup"`
+	// Schedule is den serve's scheduler's settings.
+	Schedule Schedule `toml:"schedule"`
 
 	path string
 }
@@ -95,6 +97,34 @@ func (b Browser) Durations() (tabIdle, idle time.Duration, err error) {
 		}
 	}
 	return tabIdle, idle, nil
+}
+
+// Schedule shapes den serve's scheduler; unset values are den's
+// defaults.
+type Schedule struct {
+	// MaxRunning bounds the scheduled runs at once (4); the others wait
+	// their turn and say how late they started.
+	MaxRunning int `toml:"max_running"`
+	// DeliveryRetry are the waits before a failed delivery is tried
+	// again (["30s", "2m", "10m", "30m"]); after the last it is failed
+	// and reported.
+	DeliveryRetry []string `toml:"delivery_retry"`
+}
+
+// Retries reads DeliveryRetry (nil when unset).
+func (s Schedule) Retries() ([]time.Duration, error) {
+	if s.DeliveryRetry == nil {
+		return nil, nil
+	}
+	out := []time.Duration{}
+	for _, v := range s.DeliveryRetry {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("schedule.delivery_retry: %q is not a positive duration such as \"30s\"", v)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // Sandbox chooses the backend.
@@ -315,6 +345,12 @@ func (c *Config) validate(data []byte) error {
 	}
 	if _, _, err := c.Browser.Durations(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"browser"}), err)
+	}
+	if _, err := c.Schedule.Retries(); err != nil {
+		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "delivery_retry"}), err)
+	}
+	if c.Schedule.MaxRunning < 0 || c.Schedule.MaxRunning > 100 {
+		return fmt.Errorf("%w: %s:%d: schedule.max_running %d: want 1 to 100", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "max_running"}), c.Schedule.MaxRunning)
 	}
 	if c.Browser.MaxTabs < 0 || c.Browser.MaxTabs > 50 {
 		return fmt.Errorf("%w: %s:%d: browser.max_tabs %d: want 1 to 50", ErrInvalid, c.path, lineOf(data, toml.Key{"browser", "max_tabs"}), c.Browser.MaxTabs)

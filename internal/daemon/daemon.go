@@ -9,12 +9,15 @@
 // key and follows the events it sends; the guard loads (or makes) the
 // token; the daily memory rollups and the scheduled backups ([backup]
 // in the config) start; den's MCP server is made, to serve /mcp; the
-// listener opens.
+// listener opens; the scheduler (package schedule, wired in
+// schedule.go) takes the lead of the data dir's jobs.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
-// event streams end, the rollups and backups stop (a backup midway
-// leaves no file), running turns end at their next turn boundary
-// within Options.Grace (the rest are canceled and their calls recorded),
-// pushes in flight are canceled, computers stop, the store closes.
+// event streams end, the scheduler starts nothing more, the rollups and
+// backups stop (a backup midway leaves no file), running turns end at
+// their next turn boundary within Options.Grace (the rest are canceled
+// and their calls recorded; scheduled runs among them are recorded
+// interrupted, to run again at the next start), pushes in flight are
+// canceled, computers stop, the store closes.
 package daemon
 
 import (
@@ -38,6 +41,7 @@ import (
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
@@ -99,8 +103,14 @@ type Daemon struct {
 	endRollups context.CancelFunc // stops the daily memory rollups
 	rolling    chan struct{}      // closed when they stopped
 
-	endBackups context.CancelFunc // stops the scheduled backups
-	backingUp  chan struct{}      // closed when they stopped
+	endBackups   context.CancelFunc // stops the scheduled backups
+	backingUp    chan struct{}      // closed when they stopped
+	sched        *schedule.Engine
+	book         *schedule.Book
+	runner       *runner
+	changes      *session.Subscription // changes to jobs, which wake the scheduler
+	endScheduler context.CancelFunc    // ends its planning
+	scheduling   chan struct{}         // closed when it stopped
 
 	once sync.Once
 }
@@ -157,6 +167,9 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.count(last)
+	if err := d.newScheduler(); err != nil {
+		return nil, err
+	}
 	if cfg.Server.PushOn() {
 		if err := d.startPush(last); err != nil {
 			return nil, err
@@ -189,7 +202,8 @@ func New(o Options) (*Daemon, error) {
 	}()
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp})
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp,
+		Schedules: d.book})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),
@@ -209,6 +223,7 @@ func New(o Options) (*Daemon, error) {
 	}
 	d.lock.Truncate(0)
 	fmt.Fprintf(d.lock, "pid %d %s\n", os.Getpid(), d.BaseURL())
+	d.startScheduler(last)
 	ok = true
 	return d, nil
 }
@@ -280,7 +295,7 @@ func (d *Daemon) startPush(last int64) error {
 	d.push = push.New(push.Options{Store: d.st, Keys: keys, Client: pushClient(), Log: d.log,
 		Contact: func() string { return d.rt.Config().Server.PushContact },
 		InUse:   func() bool { return d.rt.Devices().InUse(time.Now()) }})
-	d.pushed = d.rt.Subscribe("", last, push.Wanted)
+	d.pushed = d.rt.Subscribe("", last, d.pushWanted)
 	d.pushing = make(chan struct{})
 	go func() {
 		defer close(d.pushing)
@@ -377,7 +392,9 @@ func (d *Daemon) Stop() {
 		cancel()
 		d.stopRollups()
 		d.stopBackups()
+		d.stopPlanning()
 		d.rt.Shutdown(d.o.Grace)
+		d.waitScheduler()
 		d.stopCounting()
 		d.stopPush()
 		d.st.Close()

@@ -45,7 +45,9 @@ var allowed = map[string][]string{
 	// reads stored events and subscriptions only.
 	"webpush": {"webpush", "privfile"},
 	"push":    {"push", "webpush", "privfile", "store", "llm"},
-	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store"},
+	// (schedule: den-schedule's interface names its views.)
+	"event": {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store",
+		"schedule"},
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
@@ -62,6 +64,9 @@ var allowed = map[string][]string{
 	// nothing of sessions, models, permissions or the faces: those call
 	// it.
 	"browser": {"browser", "sandbox", "hostfs", "privfile"},
+	// The scheduler knows the store and nothing of sessions, models,
+	// computers or the faces: den serve gives it a Runner.
+	"schedule": {"schedule", "store", "llm"},
 }
 
 func TestBoundaries(t *testing.T) {

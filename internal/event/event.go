@@ -11,6 +11,11 @@
 // --json has always printed it and as the approval routes take it:
 // tool_call and tool_result (the call), approval_request and
 // approval_resolved (the approval).
+//
+// The scheduler's events (schedule, schedule_run, schedule_delivery)
+// have the same envelope; package schedule defines them and stores each
+// in the transaction of the change it tells of, so they do not pass
+// through Encode.
 package event
 
 import (

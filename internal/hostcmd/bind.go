@@ -30,6 +30,7 @@ func LinkNames() []string {
 		"den-notify", "den-ask", "den-model", "den-sessions", "den-config",
 		"den-clipboard", "den-speak", "den-location", "den-camera", "den-mcp", "den-browser",
 		"den-agent",
+		"den-schedule",
 	}
 }
 

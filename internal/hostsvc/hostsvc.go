@@ -2,7 +2,7 @@
 // the agent's computer asks den to do on the host (open something in
 // the user's face, notify, ask the user, call a model, read other
 // sessions, read or change den's settings, use the clipboard, speak,
-// use the MCP servers the user connected).
+// use the MCP servers the user connected, schedule its own runs).
 // The transport, the JSON envelope and the permission gate are
 // elsewhere (hostcmd, permission).
 //
@@ -118,6 +118,9 @@ type Service struct {
 	// Agents is the session's sub-agents and the other agents
 	// (den-agent); nil where the face runs none.
 	Agents Agents
+	// Schedules is the agent's scheduled jobs (den-schedule); nil where
+	// there are none.
+	Schedules Schedules
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -194,6 +197,10 @@ func Commands() []Command {
 			"  Hand a task to a sub-agent, a session of its own (run waits for its answer; spawn prints its id, and its answer joins this conversation when it ends; " +
 			"the task is read from standard input when not given), follow, steer or stop it; or send a message into another agent's inbox.",
 			Parse: (*Service).parseAgent},
+		{Name: "den-schedule", Usage: scheduleUsage + "\n" +
+			"  Schedule yourself: run a prompt in a fresh session (or --session NAME) at --cron EXPR [--tz ZONE], --every D, --at TIME or --in D; " +
+			"--verify CMD makes a run ok only if CMD exits 0 in this computer; den delivers each answer to the user. Only this agent's jobs. den-schedule add --help lists the flags.",
+			Parse: (*Service).parseSchedule},
 	}
 }
 

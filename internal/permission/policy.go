@@ -58,6 +58,10 @@ const (
 	// sub-agent would run in ("" for the caller's own), that of send
 	// the agent written to.
 	CmdAgent = "den-agent"
+	// CmdSchedule is den-schedule: an agent schedules its own runs
+	// (its own jobs only; hostsvc sees to that). The subject of add and
+	// edit is the model the job asks for, when it names one.
+	CmdSchedule = "den-schedule"
 	// MCP is the command under which the gate decides and audits the
 	// calls of MCP servers' tools: action "call", subject
 	// "SERVER/TOOL". DecideMCP gives its defaults.
@@ -115,6 +119,9 @@ var defaults = map[Trust]map[string]Decision{
 		// DecideFor), as does a message to another agent.
 		CmdAgent:           Allow,
 		CmdAgent + " send": Ask,
+		// An agent schedules itself (its own jobs only); a job with a
+		// model off the allow-list asks, as den-model run does.
+		CmdSchedule: Allow,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -154,6 +161,12 @@ var defaults = map[Trust]map[string]Decision{
 		CmdAgent + " run":   Ask,
 		CmdAgent + " spawn": Ask,
 		CmdAgent + " send":  Ask,
+		// Reading its jobs is allowed; making, changing or running one
+		// asks.
+		CmdSchedule:              Ask,
+		CmdSchedule + " list":    Allow,
+		CmdSchedule + " show":    Allow,
+		CmdSchedule + " history": Allow,
 	},
 }
 
@@ -219,6 +232,10 @@ func (p Policy) DecideFor(cmd, action, subject string) Decision {
 	if cmd == CmdModel && action == "run" {
 		return p.modelRun(trust, subject)
 	}
+	if cmd == CmdSchedule && (action == "add" || action == "edit") && trust == Trusted && subject != "" && !p.ModelAllowed(subject) &&
+		!isJobID(subject) {
+		return Ask
+	}
 	if cmd == CmdOpen && trust == Restricted && isWebURL(subject) {
 		return Allow
 	}
@@ -268,6 +285,20 @@ func key(cmd, action string) string {
 		return cmd
 	}
 	return cmd + " " + action
+}
+
+// isJobID reports whether s is a scheduled job's id (den-schedule
+// edit's subject when it names no model).
+func isJobID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isWebURL reports whether s is an absolute http or https URL with a

@@ -19,6 +19,7 @@ import (
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/browserview"
 	"den.dev/den/internal/server/files"
@@ -56,6 +57,9 @@ type Options struct {
 	// MCP, when set, is den's MCP server, served at /mcp with the
 	// streamable HTTP transport; /mcp is 404 without it.
 	MCP *mcpserver.Server
+	// Schedules, when set, answers the schedule routes; they are 404
+	// without it.
+	Schedules *schedule.Book
 }
 
 // Server answers den's API.
@@ -176,6 +180,14 @@ func (s *Server) Routes() []Route {
 		{"DELETE", "/api/v1/push/subscriptions", false, s.unsubscribePush},
 		{"POST", "/api/v1/push/test", false, s.testPush},
 		{"POST", "/api/v1/token/rotate", false, s.rotateToken},
+		{"GET", "/api/v1/schedules", false, s.listSchedules},
+		{"POST", "/api/v1/schedules", false, s.addSchedule},
+		{"GET", "/api/v1/schedules/runs", false, s.scheduleRuns},
+		{"GET", "/api/v1/schedules/{id}", false, s.getSchedule},
+		{"PATCH", "/api/v1/schedules/{id}", false, s.editSchedule},
+		{"DELETE", "/api/v1/schedules/{id}", false, s.deleteSchedule},
+		{"GET", "/api/v1/schedules/{id}/runs", false, s.scheduleRuns},
+		{"POST", "/api/v1/schedules/{id}/{action}", false, s.scheduleAction},
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
@@ -273,7 +285,7 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, config.ErrNotEditable):
 		return &apiError{http.StatusConflict, "not_editable", err.Error()}
-	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid),
+	case errors.Is(err, session.ErrBadOptions), errors.Is(err, schedule.ErrBadParams), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, store.ErrAnswered):

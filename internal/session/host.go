@@ -14,6 +14,7 @@ import (
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/store"
 )
 
@@ -74,6 +75,9 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		MCP:         mcp,
 		Browser:     browser,
 		Agents:      faces.Agents,
+		// den serve's scheduler learns of a change from the event the
+		// book stores with it.
+		Schedules: &schedule.Book{Store: st},
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {

@@ -11,6 +11,7 @@ import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { BrowserView } from "/app/browser.js";
 import { Settings } from "/app/settings.js";
+import { Schedules } from "/app/schedules.js";
 import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
 import { pushState } from "/app/push.js";
 
@@ -29,6 +30,7 @@ const ICONS = {
   browser: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM3 12h18M12 3c3 3 3 15 0 18M12 3c-3 3-3 15 0 18",
   close: "M6 6l12 12M18 6 6 18",
   memory: "M9 4a3 3 0 0 0-3 3v.5A3 3 0 0 0 4 10.5a3 3 0 0 0 1 2.2A3 3 0 0 0 6 18a3 3 0 0 0 3 2 3 3 0 0 0 3-3V7a3 3 0 0 0-3-3zM15 4a3 3 0 0 1 3 3v.5a3 3 0 0 1 2 3 3 3 0 0 1-1 2.2A3 3 0 0 1 18 18a3 3 0 0 1-3 2 3 3 0 0 1-3-3",
+  clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM12 7v5l3 3",
   settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
@@ -48,6 +50,7 @@ function App() {
   const [error, setError] = useState("");
   const [panel, setPanel] = useState(null); // "files", "terminal", "browser" or null
   const [settings, setSettings] = useState(false);
+  const [schedules, setSchedules] = useState(false);
   const [toasts, setToasts] = useState([]);
   const [memory, setMemory] = useState(null); // the open chat's memory: {on, set}
   const [browserOn, setBrowserOn] = useState(false); // the open chat's agent has a browser to show
@@ -103,6 +106,14 @@ function App() {
         if (e.session_id !== currentRef.current) toast({ id: e.event_id, title: "Approval needed:", message: e.question || e.command, session: e.session_id });
       }
       if (e.type === "status" && e.status === "idle") notify("den is done", "", `done-${e.session_id}`);
+      if (e.type === "schedule_delivery" && (e.status === "pending" || e.status === "failed")) {
+        // A scheduled job's answer, failure or missed runs; or a
+        // delivery of one that failed for good.
+        const title = e.status === "failed" ? `den could not deliver “${e.title}”` : e.title;
+        const body = e.status === "failed" ? e.error : e.body;
+        if (e.status === "pending") notify(title, body, e.session ? `done-${e.session}` : `schedule-${e.delivery_id}`);
+        toast({ id: e.event_id, title: title + ":", message: body, session: e.session || undefined });
+      }
     }, (state) => {
       setConn(state);
       if (state === "live") presence.again();
@@ -166,6 +177,7 @@ function App() {
         <input id="search" type="search" placeholder="Search" aria-label="Search sessions" value=${query}
           onInput=${(e) => setQuery(e.target.value)} />
         <button class="settings-open" onClick=${() => { setSettings(true); setDrawer(false); }}>${icon(ICONS.settings)} Settings</button>
+        <button class="settings-open schedules-open" onClick=${() => { setSchedules(true); setDrawer(false); }}>${icon(ICONS.clock)} Schedules</button>
         <ul class="sessions">
           ${nestSessions(sessions).map(({ s, depth }) => html`
             <li key=${s.id} class=${depth ? "sub" : undefined} style=${depth ? `--depth: ${depth}` : undefined}>
@@ -208,6 +220,8 @@ function App() {
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
         ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
           onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
+        ${schedules && html`<div class="settings-layer"><${Schedules} agent=${agent} agents=${agents} onError=${setError}
+          onClose=${() => setSchedules(false)} onOpen=${(sid) => { setSchedules(false); open(sid); }} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel}
               onMemory=${setMemory} onBrowser=${setBrowserOn} />`
