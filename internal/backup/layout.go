@@ -61,7 +61,7 @@ const dbName = "den.db"
 // skipData are the data dir's entries den makes again or that are of
 // one run only: left out without a word.
 var skipData = map[string]bool{
-	"den.db-wal": true, "den.db-shm": true, "den.db-journal": true, "serve.lock": true,
+	"den.db-wal": true, "den.db-shm": true, "den.db-journal": true, "serve.lock": true, "schedule.lock": true,
 	"locks": true, "run": true, "cache": true, "bin": true, "idmap.json": true, "backups": true,
 }
 
