@@ -1,111 +1,20 @@
 package checkpoint_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/checkpoint"
+	"den.dev/den/internal/checkpoint/checkpointtest"
 )
 
-// describe is every entry beneath root as one line each: kind, mode,
-// owner, modification time, size, content hash, target, device,
-// extended attributes and which names share an inode.
 func describe(t *testing.T, root string) []string {
 	t.Helper()
-	inodes := map[uint64][]string{}
-	lines := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		var st unix.Stat_t
-		if err := unix.Lstat(p, &st); err != nil {
-			return err
-		}
-		l := fmt.Sprintf("%s type=%o mode=%o owner=%d:%d", rel, st.Mode&unix.S_IFMT, st.Mode&0o7777, st.Uid, st.Gid)
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			l += fmt.Sprintf(" mtime=%d", st.Mtim.Nano())
-		}
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			// By data region, so that a 4 GiB sparse file is quick to
-			// describe: pages of zeros, holes or not, are left out.
-			h := sha256.New()
-			page := make([]byte, 4096)
-			for off := int64(0); off < st.Size; {
-				data, err := unix.Seek(int(f.Fd()), off, unix.SEEK_DATA)
-				if err != nil {
-					break
-				}
-				hole, err := unix.Seek(int(f.Fd()), data, unix.SEEK_HOLE)
-				if err != nil {
-					hole = st.Size
-				}
-				for p := data; p < hole; p += 4096 {
-					n, _ := f.ReadAt(page, p)
-					if !bytes.Equal(page[:n], make([]byte, n)) {
-						fmt.Fprintf(h, "@%d:", p)
-						h.Write(page[:n])
-					}
-				}
-				off = hole
-			}
-			f.Close()
-			l += fmt.Sprintf(" size=%d sha=%s", st.Size, hex.EncodeToString(h.Sum(nil))[:12])
-			if st.Nlink > 1 {
-				inodes[st.Ino] = append(inodes[st.Ino], rel)
-			}
-		case unix.S_IFLNK:
-			target, _ := os.Readlink(p)
-			l += " -> " + target
-		case unix.S_IFCHR, unix.S_IFBLK:
-			l += fmt.Sprintf(" rdev=%d", st.Rdev)
-		}
-		if sz, _ := unix.Llistxattr(p, nil); sz > 0 {
-			b := make([]byte, sz)
-			n, _ := unix.Llistxattr(p, b)
-			names := strings.Split(strings.TrimRight(string(b[:n]), "\x00"), "\x00")
-			sort.Strings(names)
-			for _, name := range names {
-				v := make([]byte, 4096)
-				n, _ := unix.Lgetxattr(p, name, v)
-				l += fmt.Sprintf(" %s=%q", name, v[:max(n, 0)])
-			}
-		}
-		lines[rel] = l
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, names := range inodes {
-		sort.Strings(names)
-		for _, n := range names {
-			lines[n] += " links=" + strings.Join(names, ",")
-		}
-	}
-	var out []string
-	for _, l := range lines {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
+	return checkpointtest.Describe(t, root)
 }
 
 func must(t *testing.T, err error) {
