@@ -90,7 +90,8 @@ func computerCheckpoint(g *globals) *cobra.Command {
 					return usageError{err}
 				}
 			}
-			if undo.Off {
+			if !undo.On() {
+				// Off for turns; asked for by name, with the defaults.
 				undo = computer.DefaultUndo()
 			}
 			cp, err := comp.Checkpoint(cmd.Context(), computer.CheckpointOptions{Session: session, Reason: "manual", Mounts: mounts, Undo: undo})

@@ -106,7 +106,9 @@ func undoPolicy(ac config.Agent) (computer.Undo, error) {
 	if err != nil {
 		return u, err
 	}
-	u.Off = off
+	if off {
+		return computer.Undo{}, nil
+	}
 	if budget > 0 {
 		u.Budget = budget
 	}

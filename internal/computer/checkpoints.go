@@ -41,12 +41,14 @@ const (
 	DefaultCheckpointKeep   = 100
 )
 
-// Undo is an agent's checkpoint policy.
+// Undo is an agent's checkpoint policy. The zero value takes none.
 type Undo struct {
-	Off    bool  // no checkpoints
-	Budget int64 // bytes the checkpoints may take on disk
-	Keep   int   // checkpoints kept at most
+	Budget int64 // bytes the checkpoints may take on disk; 0: none taken
+	Keep   int   // checkpoints kept at most; 0: any number
 }
+
+// On reports whether checkpoints are taken.
+func (u Undo) On() bool { return u.Budget > 0 }
 
 // DefaultUndo is the policy when the config names none.
 func DefaultUndo() Undo {
@@ -118,7 +120,7 @@ type CheckpointOptions struct {
 // checkpoints within its policy (the oldest go first). A checkpoint
 // that would not fit in the budget is not taken (checkpoint.ErrTooLarge).
 func (c *Computer) Checkpoint(ctx context.Context, o CheckpointOptions) (checkpoint.Checkpoint, error) {
-	if o.Undo.Off {
+	if !o.Undo.On() {
 		return checkpoint.Checkpoint{}, fmt.Errorf("computer %s: checkpoints are off", c.agent)
 	}
 	if _, ok, _ := c.Info(); !ok {
@@ -250,7 +252,7 @@ func (c *Computer) RestoreCheckpoint(ctx context.Context, id int, o RestoreOptio
 	}
 	defer unlock()
 	ro := checkpoint.RestoreOptions{}
-	if !o.NoSave && !o.Undo.Off {
+	if !o.NoSave && o.Undo.On() {
 		ro.Save = &checkpoint.TakeOptions{Session: cp.Session, Reason: "restore", Meta: c.ownerMeta(), Limit: o.Undo.Budget}
 	}
 	out.Restored, err = s.Restore(ctx, id, c.trees(cp.Session, o.Mounts), ro)
@@ -267,7 +269,7 @@ func (c *Computer) RestoreCheckpoint(ctx context.Context, id int, o RestoreOptio
 	if cp.Session != "" {
 		out.Untouched = append(out.Untouched, "the folders of the agent's other sessions")
 	}
-	if !o.Undo.Off {
+	if o.Undo.On() {
 		s.Prune(ctx, o.Undo.Keep, o.Undo.Budget)
 	}
 	return out, nil
