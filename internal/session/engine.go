@@ -224,7 +224,8 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	}
 	system := joinSections(sections)
 	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hiddenTools(remember), skills: e.skills,
-		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
+		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted,
+		checkpoint: r.checkpointer(e)}
 	id := sess.ID
 	return agent.Config{
 		Model:     chain,
