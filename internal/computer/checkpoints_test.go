@@ -86,7 +86,11 @@ func TestUndoPackageInstallAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, s, "dpkg -i /workspace/hello.deb >/dev/null && den-hello && rm /root/notes.txt /workspace/data.txt && rm -r /workspace/proj && echo mine > /mnt/notes/kept.txt")
+	// The computer plants a symlink where a folder of its workspace was:
+	// on the host, /etc is the host's. A restore that followed it would
+	// write the host's /etc/x.
+	r := run(t, s, "dpkg -i /workspace/hello.deb >/dev/null && den-hello && rm /root/notes.txt /workspace/data.txt && rm -r /workspace/proj && "+
+		"ln -s /etc /workspace/proj && echo mine > /mnt/notes/kept.txt")
 	if r.ExitCode != 0 || !strings.Contains(r.Output, "hello from den-hello") {
 		t.Fatalf("the turn: %+v", r)
 	}
@@ -108,7 +112,7 @@ func TestUndoPackageInstallAndDelete(t *testing.T) {
 	for _, ch := range d.Changes {
 		ops[ch.Path] = ch.Op
 	}
-	for p, op := range map[string]string{"/usr/bin/den-hello": "added", "/root/notes.txt": "removed", "/workspace/data.txt": "removed", "/workspace/proj": "removed", "/var/lib/dpkg/status": "changed"} {
+	for p, op := range map[string]string{"/usr/bin/den-hello": "added", "/root/notes.txt": "removed", "/workspace/data.txt": "removed", "/workspace/proj": "changed", "/var/lib/dpkg/status": "changed"} {
 		if ops[p] != op {
 			t.Errorf("diff: %s: want %s, got %q", p, op, ops[p])
 		}
@@ -125,6 +129,9 @@ func TestUndoPackageInstallAndDelete(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, state(t, c, "s1")); diff != "" {
 		t.Errorf("after the restore (-want +got):\n%s", diff)
+	}
+	if _, err := os.Lstat("/etc/x"); err == nil {
+		t.Fatal("the restore wrote the host's /etc/x through a symlink the computer planted")
 	}
 	if b, err := os.ReadFile(filepath.Join(notes, "kept.txt")); err != nil || string(b) != "mine\n" {
 		t.Errorf("the user's folder was touched: %q %v", b, err)
