@@ -105,7 +105,7 @@ func (r *Runtime) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoi
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(r.o.DataDir, "agents", sess.Agent, "checkpoints", "records")); err != nil {
+	if !r.hasCheckpoints(sess.Agent) {
 		return nil, nil
 	}
 	comp, _, err := r.computer(ctx, sess.Agent)
@@ -126,12 +126,21 @@ func (r *Runtime) Checkpoints(ctx context.Context, sessionID string) ([]Checkpoi
 	return out, nil
 }
 
+// hasCheckpoints reports whether the agent has a checkpoint store.
+func (r *Runtime) hasCheckpoints(agentName string) bool {
+	_, err := os.Stat(filepath.Join(r.o.DataDir, "agents", agentName, "checkpoints", "records"))
+	return err == nil
+}
+
 // sessionComputer opens the computer of a session's agent (without
-// starting it).
-func (r *Runtime) sessionComputer(ctx context.Context, sessionID string) (*computer.Computer, computer.SessionOptions, error) {
+// starting it), when the agent has checkpoints.
+func (r *Runtime) sessionComputer(ctx context.Context, sessionID string, id int) (*computer.Computer, computer.SessionOptions, error) {
 	sess, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return nil, computer.SessionOptions{}, err
+	}
+	if !r.hasCheckpoints(sess.Agent) {
+		return nil, computer.SessionOptions{}, fmt.Errorf("%w: session %s has no checkpoint %d", ErrNoCheckpoint, sessionID, id)
 	}
 	return r.computer(ctx, sess.Agent)
 }
@@ -154,7 +163,7 @@ func ownCheckpoint(comp *computer.Computer, sessionID string, id int) error {
 // as it is now: what the turn it was taken for changed (and what else
 // changed the agent's rootfs meanwhile).
 func (r *Runtime) TurnChanges(ctx context.Context, sessionID string, id int) (checkpoint.Diff, error) {
-	comp, o, err := r.sessionComputer(ctx, sessionID)
+	comp, o, err := r.sessionComputer(ctx, sessionID, id)
 	if err != nil {
 		return checkpoint.Diff{}, err
 	}
@@ -179,6 +188,9 @@ func (r *Runtime) Restore(ctx context.Context, sessionID string, id int) (comput
 	sess, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return computer.Restored{}, err
+	}
+	if !r.hasCheckpoints(sess.Agent) {
+		return computer.Restored{}, fmt.Errorf("%w: session %s has no checkpoint %d", ErrNoCheckpoint, sessionID, id)
 	}
 	// No computer of the agent starts here meanwhile.
 	m, _ := r.provision.LoadOrStore(sess.Agent, &sync.Mutex{})
