@@ -76,45 +76,60 @@ func cpuTime() time.Duration {
 // BenchmarkCheckpoint1GB measures a checkpoint of a 1 GB rootfs whose
 // turn changed 10 MB: the time of the take, and what it adds to the
 // store's disk use (extra-MB). The first checkpoint, a full copy, is
-// reported once (first-s).
+// reported once (first-s). "daemon" keeps one Store, as den serve does
+// (the last take's listings stay decoded in memory); "process" opens
+// the store afresh for each take, as each den run does.
 //
 //	go test ./internal/checkpoint -run '^$' -bench Checkpoint1GB -benchtime 20x
 func BenchmarkCheckpoint1GB(b *testing.B) {
 	root := filepath.Join(b.TempDir(), "rootfs")
 	size := makeRootfs(b, root)
-	s, err := checkpoint.Open(filepath.Join(b.TempDir(), "checkpoints"))
-	if err != nil {
-		b.Fatal(err)
+	round := 0
+	for _, fresh := range []bool{false, true} {
+		name := map[bool]string{false: "daemon", true: "process"}[fresh]
+		b.Run(name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "checkpoints")
+			s, err := checkpoint.Open(dir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			trees := []checkpoint.Tree{{Name: "rootfs", Guest: "/", Path: root}}
+			start := time.Now()
+			first, err := s.Take(ctx, trees, checkpoint.TakeOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Logf("rootfs of %s in %d entries; first checkpoint: %v, %s", checkpoint.Bytes(size), first.Entries, time.Since(start), checkpoint.Bytes(first.Added))
+			b.ReportMetric(time.Since(start).Seconds(), "first-s")
+			var added int64
+			var cpu time.Duration
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				round++
+				change10MB(b, root, round)
+				// Outside the racy window, as a turn's model reply leaves it.
+				time.Sleep(60 * time.Millisecond)
+				if fresh {
+					if s, err = checkpoint.Open(dir); err != nil {
+						b.Fatal(err)
+					}
+				}
+				before := cpuTime()
+				b.StartTimer()
+				c, err := s.Take(ctx, trees, checkpoint.TakeOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				cpu += cpuTime() - before
+				added += c.Added
+			}
+			b.ReportMetric(float64(added)/float64(b.N)/1e6, "extra-MB")
+			// CPU time (user and system) is steadier than wall time on a
+			// busy machine.
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
 	}
-	ctx := context.Background()
-	trees := []checkpoint.Tree{{Name: "rootfs", Guest: "/", Path: root}}
-	start := time.Now()
-	first, err := s.Take(ctx, trees, checkpoint.TakeOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("rootfs of %s in %d entries; first checkpoint: %v, %s", checkpoint.Bytes(size), first.Entries, time.Since(start), checkpoint.Bytes(first.Added))
-	b.ReportMetric(time.Since(start).Seconds(), "first-s")
-	var added int64
-	var cpu time.Duration
-	b.ResetTimer()
-	for i := range b.N {
-		b.StopTimer()
-		change10MB(b, root, i)
-		// Outside the racy window, as a turn's model reply leaves it.
-		time.Sleep(60 * time.Millisecond)
-		before := cpuTime()
-		b.StartTimer()
-		c, err := s.Take(ctx, trees, checkpoint.TakeOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		cpu += cpuTime() - before
-		added += c.Added
-	}
-	b.ReportMetric(float64(added)/float64(b.N)/1e6, "extra-MB")
-	// CPU time (user and system) is steadier than wall time on a busy
-	// machine.
-	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }

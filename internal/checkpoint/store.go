@@ -28,24 +28,11 @@ import (
 type Store struct {
 	dir string
 
-	// The listings of the last take's trees, decoded: the next take
-	// compares with them without reading them again. (Listings are
-	// named by their content, so they never go stale.)
-	mu    sync.Mutex
-	cache map[Hash][]Entry
-}
-
-func (s *Store) cached(h Hash) ([]Entry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es, ok := s.cache[h]
-	return es, ok
-}
-
-func (s *Store) remember(seen map[Hash][]Entry) {
-	s.mu.Lock()
-	s.cache = seen
-	s.mu.Unlock()
+	// The listings of the last take's trees (see index.go).
+	mu      sync.Mutex
+	cache   map[Hash]listing // decoded
+	index   map[Hash][]byte  // read from DIR/index, not decoded yet
+	indexed bool             // DIR/index was read
 }
 
 // Open opens the store in dir, making it if need be (private to den).
@@ -238,14 +225,20 @@ func (s *Store) objectPath(h Hash) string {
 
 // readTree reads and checks a folder listing.
 func (s *Store) readTree(h Hash) ([]Entry, error) {
+	l, err := s.readListing(h)
+	return l.entries, err
+}
+
+func (s *Store) readListing(h Hash) (listing, error) {
 	b, err := os.ReadFile(s.objectPath(h))
 	if err != nil {
-		return nil, fmt.Errorf("%w: listing %s: %v", ErrDamaged, h, err)
+		return listing{}, fmt.Errorf("%w: listing %s: %v", ErrDamaged, h, err)
 	}
 	if treeHash(b) != h {
-		return nil, fmt.Errorf("%w: listing %s is not what its name says", ErrDamaged, h)
+		return listing{}, fmt.Errorf("%w: listing %s is not what its name says", ErrDamaged, h)
 	}
-	return decodeTree(b)
+	es, err := decodeTree(b)
+	return listing{es, b}, err
 }
 
 // Delete removes checkpoint id, and the objects no other checkpoint

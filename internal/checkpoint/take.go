@@ -70,10 +70,11 @@ func (s *Store) take(ctx context.Context, trees []Tree, o TakeOptions) (Checkpoi
 		w.discard()
 		return Checkpoint{}, err
 	}
-	s.remember(w.seen)
 	if err := s.setSize(s.Size() + w.added); err != nil {
 		return c, err
 	}
+	// Only a cache: the next take reads the objects without it.
+	s.remember(w.seen, w.misses*10 > w.folders)
 	return c, nil
 }
 

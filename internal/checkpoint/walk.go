@@ -46,19 +46,21 @@ type walker struct {
 
 	mu      sync.Mutex
 	mem     map[Hash][]byte  // listings made without store
-	seen    map[Hash][]Entry // listings of this walk's trees, for the next take
+	seen    map[Hash]listing // listings of this walk's trees, for the next take
 	dirs    map[string]bool  // object folders known to exist
 	created []string         // objects this walk added to the store
 	added   int64            // bytes they take
 	entries int
 	read    int
+	folders int // folders walked
+	misses  int // of which the listing was read from its object
 }
 
 // workers is how many goroutines read a tree beside the caller.
 const workers = 4
 
 func newWalker(ctx context.Context, s *Store, store bool) *walker {
-	w := &walker{s: s, ctx: ctx, store: store, mem: map[Hash][]byte{}, seen: map[Hash][]Entry{},
+	w := &walker{s: s, ctx: ctx, store: store, mem: map[Hash][]byte{}, seen: map[Hash]listing{},
 		dirs: map[string]bool{}, racy: time.Now().Add(-racyWindow).UnixNano(),
 		slots: make(chan struct{}, workers), bufs: make(chan []byte, workers+1)}
 	return w
@@ -95,20 +97,29 @@ func (w *walker) unracy(e *Entry) {
 // listing reads a listing: one this walk made, one the store read
 // lately, or from the store's objects.
 func (w *walker) listing(h Hash) ([]Entry, error) {
+	l, _, err := w.listingOf(h)
+	return l.entries, err
+}
+
+// listingOf is listing, saying whether it was read from the store's
+// objects (no cache had it).
+func (w *walker) listingOf(h Hash) (l listing, stored bool, err error) {
 	w.mu.Lock()
 	b, ok := w.mem[h]
-	es, seen := w.seen[h]
+	l, seen := w.seen[h]
 	w.mu.Unlock()
 	switch {
 	case seen:
-		return es, nil
+		return l, false, nil
 	case ok:
-		return decodeTree(b)
+		es, err := decodeTree(b)
+		return listing{es, b}, false, err
 	}
-	if es, ok := w.s.cached(h); ok {
-		return es, nil
+	if l, ok := w.s.cached(h); ok {
+		return l, false, nil
 	}
-	return w.s.readTree(h)
+	l, err = w.s.readListing(h)
+	return l, true, err
 }
 
 // root reads one tree; prev is the same tree in an earlier checkpoint
@@ -166,10 +177,19 @@ func (w *walker) dir(dfd int, prev Hash, rel string, depth int) (Hash, error) {
 		return Hash{}, err
 	}
 	var old []Entry
+	var oldL listing
+	stored := false
 	if !prev.IsZero() {
 		// A damaged listing only costs reading the folder's files again.
-		old, _ = w.listing(prev)
+		oldL, stored, _ = w.listingOf(prev)
+		old = oldL.entries
 	}
+	w.mu.Lock()
+	w.folders++
+	if stored || prev.IsZero() {
+		w.misses++
+	}
+	w.mu.Unlock()
 	names, err := readNames(dfd)
 	if err != nil {
 		return Hash{}, fmt.Errorf("checkpoint: read folder %s: %w", show(rel), err)
@@ -233,12 +253,14 @@ func (w *walker) dir(dfd int, prev Hash, rel string, depth int) (Hash, error) {
 	w.entries += len(entries)
 	w.mu.Unlock()
 	if !prev.IsZero() && sameListing(entries, old) {
-		w.saw(prev, old)
+		// prev is reachable from the last checkpoint's root, so the
+		// store has it, cached or not.
+		w.saw(prev, oldL)
 		return prev, nil
 	}
 	enc := encodeTree(entries)
 	h := treeHash(enc)
-	w.saw(h, entries)
+	w.saw(h, listing{entries, enc})
 	if !w.store {
 		w.mu.Lock()
 		w.mem[h] = enc
@@ -252,12 +274,12 @@ func (w *walker) dir(dfd int, prev Hash, rel string, depth int) (Hash, error) {
 }
 
 // saw notes a listing of the tree as it is, for the next take.
-func (w *walker) saw(h Hash, es []Entry) {
+func (w *walker) saw(h Hash, l listing) {
 	if !w.store {
 		return
 	}
 	w.mu.Lock()
-	w.seen[h] = es
+	w.seen[h] = l
 	w.mu.Unlock()
 }
 
