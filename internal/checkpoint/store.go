@@ -37,12 +37,23 @@ type Store struct {
 
 // Open opens the store in dir, making it if need be (private to den).
 func Open(dir string) (*Store, error) {
-	for _, d := range []string{dir, filepath.Join(dir, "records"), filepath.Join(dir, "objects"), filepath.Join(dir, "objects", "tmp")} {
+	s := &Store{dir: dir}
+	if err := s.makeDirs(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// makeDirs makes the store's folders: at Open, and again before each
+// change (another process may have removed the store meanwhile: den
+// computer reset).
+func (s *Store) makeDirs() error {
+	for _, d := range []string{s.dir, filepath.Join(s.dir, "records"), filepath.Join(s.dir, "objects"), filepath.Join(s.dir, "objects", "tmp")} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("checkpoint: open: %w", err)
+			return fmt.Errorf("checkpoint: open: %w", err)
 		}
 	}
-	return &Store{dir: dir}, nil
+	return nil
 }
 
 // Dir is the store's folder.
@@ -195,6 +206,9 @@ func (s *Store) setSize(n int64) error {
 // lock takes the store's lock, waiting for it until ctx ends: one
 // take, prune or restore at a time, across den's processes.
 func (s *Store) lock(ctx context.Context) (unlock func(), err error) {
+	if err := s.makeDirs(); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(filepath.Join(s.dir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: lock: %w", err)
