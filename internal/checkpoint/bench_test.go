@@ -43,13 +43,15 @@ func makeRootfs(b *testing.B, root string) int64 {
 	return total
 }
 
-// change10MB changes 10 MB as a turn might: a new 8 MB file, 40 files
-// of 50 KB rewritten, 20 removed.
+// change10MB changes 10 MB as a turn might: a new 8 MB file (the last
+// round's goes, so that the tree stays 1 GB), 40 files of 50 KB
+// rewritten, 20 removed.
 func change10MB(b *testing.B, root string, round int) {
 	b.Helper()
 	rng := rand.NewChaCha8([32]byte{byte(round), 2})
 	buf := make([]byte, 8<<20)
 	rng.Read(buf)
+	os.Remove(filepath.Join(root, fmt.Sprintf("usr/bin/new%d", round-1)))
 	if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("usr/bin/new%d", round)), buf, 0o755); err != nil {
 		b.Fatal(err)
 	}
@@ -132,4 +134,46 @@ func BenchmarkCheckpoint1GB(b *testing.B) {
 			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkRestore1GB measures undoing a turn that changed 10 MB of a
+// 1 GB rootfs: reading the tree, checking what it brings back, keeping
+// the state it replaces (a checkpoint), then putting the files back.
+//
+//	go test ./internal/checkpoint -run '^$' -bench Restore1GB -benchtime 10x
+func BenchmarkRestore1GB(b *testing.B) {
+	root := filepath.Join(b.TempDir(), "rootfs")
+	makeRootfs(b, root)
+	s, err := checkpoint.Open(filepath.Join(b.TempDir(), "checkpoints"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	trees := []checkpoint.Tree{{Name: "rootfs", Guest: "/", Path: root}}
+	if _, err := s.Take(ctx, trees, checkpoint.TakeOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		time.Sleep(60 * time.Millisecond)
+		before, err := s.Take(ctx, trees, checkpoint.TakeOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		change10MB(b, root, 1000+i)
+		c0 := cpuTime()
+		b.StartTimer()
+		res, err := s.Restore(ctx, before.ID, trees, checkpoint.RestoreOptions{Save: &checkpoint.TakeOptions{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		cpu += cpuTime() - c0
+		if res.Undone.Added+res.Undone.Removed+res.Undone.Changed < 40 {
+			b.Fatalf("undone: %+v", res.Undone)
+		}
+	}
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }
