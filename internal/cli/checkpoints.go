@@ -44,9 +44,13 @@ keeps the state it replaces as a checkpoint too.`,
 				}
 				return printJSON(g.stdout, list)
 			}
-			store, err := comp.Checkpoints()
-			if err != nil {
-				return err
+			var size int64
+			if len(list) > 0 {
+				store, err := comp.Checkpoints()
+				if err != nil {
+					return err
+				}
+				size = store.Size()
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tTAKEN\tSESSION\tTURN\tREASON\tENTRIES\tREAD\tADDED\tTOOK")
@@ -57,7 +61,7 @@ keeps the state it replaces as a checkpoint too.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "den: %d checkpoint(s); the agent's checkpoints take %s on disk\n", len(list), human(store.Size()))
+			fmt.Fprintf(g.stderr, "den: %d checkpoint(s); the agent's checkpoints take %s on disk\n", len(list), human(size))
 			return nil
 		},
 	}

@@ -58,7 +58,14 @@ func DefaultUndo() Undo {
 // checkpointDirs are the session folders a checkpoint holds.
 var checkpointDirs = []string{"workspace", "attachments", "browser"}
 
-// Checkpoints is the computer's checkpoint store.
+// hasCheckpoints reports whether the computer has a checkpoint store:
+// reading checkpoints makes none.
+func (c *Computer) hasCheckpoints() bool {
+	_, err := os.Stat(filepath.Join(c.dir, "checkpoints", "records"))
+	return err == nil
+}
+
+// Checkpoints is the computer's checkpoint store, made if need be.
 func (c *Computer) Checkpoints() (*checkpoint.Store, error) {
 	if s, ok := c.m.stores.Load(c.agent); ok {
 		return s.(*checkpoint.Store), nil
@@ -152,6 +159,9 @@ func (c *Computer) ownerMeta() map[string]string {
 // ListCheckpoints lists the agent's checkpoints, oldest first; with a
 // session, those taken for it.
 func (c *Computer) ListCheckpoints(session string) ([]checkpoint.Checkpoint, error) {
+	if !c.hasCheckpoints() {
+		return nil, nil
+	}
 	s, err := c.Checkpoints()
 	if err != nil {
 		return nil, err
@@ -173,6 +183,9 @@ func (c *Computer) ListCheckpoints(session string) ([]checkpoint.Checkpoint, err
 // or with to 0, to the computer as it is now (the rootfs and the
 // checkpoint's session's folders): what restoring id would undo.
 func (c *Computer) DiffCheckpoint(ctx context.Context, id, to int, mounts []sandbox.Bind) (checkpoint.Diff, error) {
+	if !c.hasCheckpoints() {
+		return checkpoint.Diff{}, fmt.Errorf("%w: %d", checkpoint.ErrNotFound, id)
+	}
 	s, err := c.Checkpoints()
 	if err != nil {
 		return checkpoint.Diff{}, err
@@ -234,6 +247,9 @@ type Restored struct {
 // it: the rootfs, and the folders of the session it was taken for.
 func (c *Computer) RestoreCheckpoint(ctx context.Context, id int, o RestoreOptions) (Restored, error) {
 	var out Restored
+	if !c.hasCheckpoints() {
+		return out, fmt.Errorf("%w: %d", checkpoint.ErrNotFound, id)
+	}
 	s, err := c.Checkpoints()
 	if err != nil {
 		return out, err

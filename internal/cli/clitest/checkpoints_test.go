@@ -77,4 +77,11 @@ func TestComputerUndo(t *testing.T) {
 	if r := d.Run("computer", "diff", "x"); r.Code != 2 {
 		t.Errorf("diff x: want exit 2, got %v", r)
 	}
+	// Reading makes nothing.
+	if r := d.MustRun("computer", "checkpoints", "--agent", "nobody"); strings.Count(r.Stdout, "\n") != 1 {
+		t.Errorf("checkpoints of an agent without a computer: %v", r)
+	}
+	if _, err := os.Stat(d.AgentDir("nobody")); err == nil {
+		t.Error("listing the checkpoints of an agent without a computer made its folder")
+	}
 }
