@@ -25,4 +25,4 @@ go test -count=1 -timeout 20m ./...
 go test -race -count=1 -timeout 20m ./internal/sandbox/bwrap ./internal/computer ./internal/hostcmd/... \
 	./internal/permission ./internal/hostfs ./internal/hostsvc ./internal/store ./internal/agent/... ./internal/models/retry \
 	./internal/session ./internal/event ./internal/daemon ./internal/server/... ./internal/mcpclient ./internal/mcpserver \
-	./internal/browser ./internal/schedule
+	./internal/browser ./internal/schedule ./internal/checkpoint

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -147,7 +146,7 @@ func scheduleAdd(g *globals) *cobra.Command {
 				return bookError(err)
 			}
 			if asJSON {
-				return printJSON(g, j)
+				return printJSON(g.stdout, j)
 			}
 			fmt.Fprintf(g.stdout, "added schedule %d: %s, %s; next run %s\n", j.ID, j.Title, j.When, when(j.NextRun))
 			g.noServe()
@@ -189,7 +188,7 @@ func scheduleEdit(g *globals) *cobra.Command {
 				return bookError(err)
 			}
 			if asJSON {
-				return printJSON(g, j)
+				return printJSON(g.stdout, j)
 			}
 			fmt.Fprintf(g.stdout, "changed schedule %d: %s, %s; next run %s\n", j.ID, j.Title, j.When, when(j.NextRun))
 			return nil
@@ -222,7 +221,7 @@ func scheduleList(g *globals) *cobra.Command {
 					}
 				}
 				if asJSON {
-					return printJSON(g, shown)
+					return printJSON(g.stdout, shown)
 				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tAGENT\tSTATE\tNEXT RUN\tLAST RUN\tWHEN\tTITLE")
@@ -266,7 +265,7 @@ func scheduleShow(g *globals) *cobra.Command {
 					return err
 				}
 				if asJSON {
-					return printJSON(g, map[string]any{"schedule": j, "runs": runs})
+					return printJSON(g.stdout, map[string]any{"schedule": j, "runs": runs})
 				}
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				line := func(k, v string) {
@@ -375,7 +374,7 @@ func scheduleSimple(g *globals, verb, short string) *cobra.Command {
 					out, said = u, fmt.Sprintf("run %d of schedule %d queued; den schedule history %d shows how it goes", u.ID, id, id)
 				}
 				if asJSON {
-					return printJSON(g, out)
+					return printJSON(g.stdout, out)
 				}
 				fmt.Fprintln(g.stdout, said)
 				if verb != "pause" {
@@ -414,7 +413,7 @@ func scheduleHistory(g *globals) *cobra.Command {
 					if runs == nil {
 						runs = []schedule.RunView{}
 					}
-					return printJSON(g, runs)
+					return printJSON(g.stdout, runs)
 				}
 				return printRuns(g, runs, id == 0)
 			})
@@ -477,12 +476,6 @@ func (g *globals) noServe() {
 	if serving, _ := daemon.Serving(DataDir(g.dataDir)); !serving {
 		fmt.Fprintln(g.stderr, "den: den serve is not running: jobs run while it does (when it starts, each job's misfire policy decides what to do with the times it missed)")
 	}
-}
-
-func printJSON(g *globals, v any) error {
-	enc := json.NewEncoder(g.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 func when(t *time.Time) string {

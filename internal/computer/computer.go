@@ -62,6 +62,7 @@ type Manager struct {
 	owners  idmap.OwnerNS   // user namespaces for probing users' folders
 	cgroups *cgroup.Manager // nil when resource limits are unavailable
 	cgErr   error
+	stores  sync.Map // agent → *checkpoint.Store, kept for its listing cache
 	// RootfsOptions are used when a computer is provisioned.
 	RootfsOptions rootfs.Options
 }
@@ -319,6 +320,8 @@ type SessionOptions struct {
 	Log     func(string)
 	// Host, when set, gives the computer den's host commands.
 	Host *HostCommands
+	// Undo is the agent's checkpoint policy (the zero value: none).
+	Undo Undo
 }
 
 // HostCommands is how a computer reaches den's host commands: the shim
@@ -401,6 +404,7 @@ type Session struct {
 	*sandbox.Session
 	group *cgroup.Group
 	host  *hostcmd.Listener
+	use   *os.File // the computer's use lock, held shared (see lockShared)
 
 	disk    *diskMeter // what the computer holds, measured while commands run
 	diskCap int64      // 0: no cap
@@ -464,10 +468,16 @@ func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec,
 		return spec, nil, "", err
 	}
 	s = &Session{}
+	// A restore of the computer waits for no session, and none starts
+	// while it runs.
+	if s.use, err = c.lockShared(context.Background()); err != nil {
+		return spec, nil, "", err
+	}
 	suffix = strconv.Itoa(os.Getpid()) + "." + randomSuffix()
 	if c.m.cgroups != nil {
 		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
 		if s.group, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim); err != nil {
+			s.release()
 			return spec, nil, "", fmt.Errorf("computer: %w", err)
 		}
 		spec.Cgroup = s.group
@@ -514,6 +524,9 @@ func (s *Session) release() {
 	}
 	if s.group != nil {
 		s.group.Remove()
+	}
+	if s.use != nil {
+		s.use.Close()
 	}
 }
 
@@ -597,6 +610,13 @@ func (c *Computer) Reset(keepHome bool) error {
 	}
 	if err := removeAll(trash); err != nil {
 		return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+	}
+	// Checkpoints are of the computer that is gone.
+	if s, err := c.Checkpoints(); err == nil {
+		if err := s.RemoveAll(context.Background()); err != nil {
+			return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+		}
+		c.m.stores.Delete(c.agent)
 	}
 	return nil
 }

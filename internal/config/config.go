@@ -206,6 +206,27 @@ type Agent struct {
 	// Browser gives the agent a web browser (the browser_use tool and
 	// den-browser); unset, on where Chromium is installed.
 	Browser *bool `toml:"browser"`
+	// Checkpoints is the disk budget of the computer's checkpoints
+	// (undo): a size such as "4GiB" (the default), or "off";
+	// CheckpointsKeep is how many are kept at most (default 100).
+	Checkpoints     string `toml:"checkpoints"`
+	CheckpointsKeep int    `toml:"checkpoints_keep"`
+}
+
+// CheckpointBudget reads Checkpoints: off, or the budget in bytes (0:
+// den's default).
+func (a Agent) CheckpointBudget() (budget int64, off bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(a.Checkpoints)) {
+	case "":
+		return 0, false, nil
+	case "off", "none", "0":
+		return 0, true, nil
+	}
+	n, err := ParseBytes(a.Checkpoints)
+	if err == nil && n < 16<<20 {
+		err = fmt.Errorf("size %q: at least 16 MiB, or \"off\"", a.Checkpoints)
+	}
+	return n, false, err
 }
 
 // BrowserOn reports whether the agent may have a browser: unless
@@ -389,6 +410,12 @@ func (c *Config) validate(data []byte) error {
 		}
 		if a.Pids < 0 {
 			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("pids"))
+		}
+		if _, _, err := a.CheckpointBudget(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, at("checkpoints"), err)
+		}
+		if a.CheckpointsKeep < 0 {
+			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("checkpoints_keep"))
 		}
 		switch a.Trust {
 		case "", "restricted", "trusted", "full":

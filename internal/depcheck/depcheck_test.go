@@ -51,6 +51,9 @@ var allowed = map[string][]string{
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
+	// Checkpoints know folder trees and den's safe file layer, and
+	// nothing of computers, sessions or the faces.
+	"checkpoint": {"checkpoint", "hostfs"},
 	// Skills know files, and nothing of sessions, models or the sandbox.
 	"skill": {"skill", "hostfs"},
 	// den:// URLs name the computer's folders and know nothing else, so

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"strings"
 
+	"den.dev/den/internal/checkpoint"
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
@@ -168,6 +170,9 @@ func (s *Server) Routes() []Route {
 		{"DELETE", "/api/v1/rules", false, s.deleteRule},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"GET", "/api/v1/sessions/{id}/browser", false, s.browserState},
+		{"GET", "/api/v1/sessions/{id}/checkpoints", false, s.listCheckpoints},
+		{"GET", "/api/v1/sessions/{id}/checkpoints/{checkpoint}/changes", false, s.checkpointChanges},
+		{"POST", "/api/v1/sessions/{id}/checkpoints/{checkpoint}/restore", false, s.restoreCheckpoint},
 		{"GET", "/api/v1/sessions/{id}/browser/screencast", false, s.browserScreencast},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
@@ -294,6 +299,14 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusGone, "expired", err.Error()}
 	case errors.Is(err, store.ErrSessionBusy):
 		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, session.ErrNoCheckpoint), errors.Is(err, checkpoint.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, computer.ErrInUse):
+		return &apiError{http.StatusConflict, "in_use", err.Error()}
+	case errors.Is(err, checkpoint.ErrTooLarge):
+		return &apiError{http.StatusConflict, "too_large", err.Error()}
+	case errors.Is(err, checkpoint.ErrDamaged), errors.Is(err, checkpoint.ErrTree):
+		return &apiError{http.StatusConflict, "damaged", err.Error()}
 	case errors.Is(err, auth.ErrTokenFromEnv):
 		return &apiError{http.StatusConflict, "token_from_env", "den's token comes from DEN_TOKEN in its environment: change it there and restart den serve"}
 	case errors.Is(err, session.ErrSubagentLimit):

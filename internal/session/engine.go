@@ -245,7 +245,8 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		hidden[n] = true
 	}
 	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hidden, skills: e.skills,
-		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted}
+		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted,
+		checkpoint: r.checkpointer(e)}
 	id := sess.ID
 	return agent.Config{
 		Model:     chain,

@@ -29,6 +29,7 @@ type registryTools struct {
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
 	restricted bool
+	checkpoint *checkpointer // nil: no checkpoints
 }
 
 func (r *registryTools) Specs() []llm.Tool {
@@ -93,6 +94,9 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 	env := *r.env
 	env.Output = o.Output
 	env.Message = o.MessageID
+	if r.checkpoint != nil && r.mayChange(c) {
+		r.checkpoint.before(ctx, o.MessageID)
+	}
 	noteSkillRead(r.skills, c)
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
 	return agent.Outcome{Result: res, ExitCode: exit}

@@ -70,6 +70,9 @@ export const api = {
   branch: (id, messageID) => call("POST", `/api/v1/sessions/${enc(id)}/branch`, { message_id: messageID }),
   approvals: () => call("GET", "/api/v1/approvals"),
   browser: (id) => call("GET", `/api/v1/sessions/${enc(id)}/browser`),
+  checkpoints: (id) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints`),
+  changes: (id, checkpoint) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/changes`),
+  restore: (id, checkpoint) => call("POST", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/restore`),
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
   answer: (approvalID, decision, scope) => call("POST", `/api/v1/approvals/${enc(approvalID)}`, scope ? { decision, scope } : { decision }),
   schedules: (agent = "") => call("GET", "/api/v1/schedules" + (agent ? "?" + new URLSearchParams({ agent }) : "")),
@@ -165,5 +168,5 @@ export function follow(path, after, onEvent, onState, extra = {}) {
 const EVENT_TYPES = [
   "session", "text", "thinking", "tool_call", "tool_result", "usage", "done", "error", "warning",
   "retry", "model", "compaction", "notify", "speech", "open", "status", "message", "queued",
-  "approval_request", "approval_resolved", "schedule", "schedule_run", "schedule_delivery",
+  "approval_request", "approval_resolved", "schedule", "schedule_run", "schedule_delivery", "checkpoint", "restored",
 ];

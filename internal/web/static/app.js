@@ -354,7 +354,17 @@ function useSession(id, onError) {
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
   const [tick, bump] = useState(0); // bumped when a call's facts change
   const [browserTick, bumpBrowser] = useState(0); // bumped when a browser_use call ends
+  const [checkpoints, setCheckpoints] = useState(new Map()); // message id → the checkpoint before its calls
   const stream = useRef(null);
+
+  // loadCheckpoints reads the session's checkpoints (undo in the
+  // computer): a turn that had one shows what it changed.
+  const loadCheckpoints = useCallback(async () => {
+    const r = await api.checkpoints(id);
+    const m = new Map();
+    for (const c of r.checkpoints || []) if (c.message_id) m.set(c.message_id, c);
+    setCheckpoints(m);
+  }, [id]);
 
   const reload = useCallback(async (uptoEvent) => {
     const r = await api.session(id);
@@ -380,11 +390,13 @@ function useSession(id, onError) {
     let pendingReload = null;
     setLive([]);
     calls.current = new Map();
+    setCheckpoints(new Map());
     (async () => {
       let r;
       try {
         r = await reload();
         await loadApprovals();
+        await loadCheckpoints();
       } catch (e) {
         onError(message(e));
         return;
@@ -447,6 +459,10 @@ function useSession(id, onError) {
           case "approval_resolved":
             setApprovals((list) => list.filter((a) => a.id !== e.id));
             break;
+          case "checkpoint":
+          case "restored":
+            loadCheckpoints().catch(() => {});
+            break;
         }
       }, () => {});
     })();
@@ -486,7 +502,8 @@ function useSession(id, onError) {
     return r.memory;
   }, [id]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, browserTick, reload, setMemory };
+  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, browserTick, reload, setMemory,
+    checkpoints, loadCheckpoints };
 }
 
 function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
@@ -585,7 +602,8 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
           const i = win.start + j;
           const inTurn = i >= turnFrom;
           return html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${inTurn ? s.calls : null} tick=${inTurn ? s.tick : 0}
-            prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`;
+            prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload}
+            checkpoint=${s.checkpoints.get(m.id)} onRestored=${s.loadCheckpoints} />`;
         })}
         ${win.end < visible.length && html`<button class="link newer" onClick=${win.down}>Load newer messages</button>`}
         ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} session=${id} />`}
@@ -759,7 +777,7 @@ function memo(C) {
 
 const Message = memo(MessageView);
 
-function MessageView({ m, session, results, calls, prevUser, last, busy, onError, reload }) {
+function MessageView({ m, session, results, calls, prevUser, last, busy, onError, reload, checkpoint, onRestored }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState("");
   const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
@@ -795,6 +813,7 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
         if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
         return null;
       })}
+      ${checkpoint && html`<${Changes} session=${session} checkpoint=${checkpoint} busy=${busy} onError=${onError} onRestored=${onRestored} />`}
       ${(last || (m.versions || []).length > 1) && html`<div class="meta">
         <${Versions} m=${m} session=${session} act=${act} />
         ${last && prevUser && !busy && html`<button class="link" onClick=${() => act(() => api.regenerate(session, prevUser.id))}>Regenerate</button>`}
@@ -933,6 +952,84 @@ function ToolCard({ call, result, live, session }) {
       ${output !== undefined && html`<pre class="tool-output">${output}</pre>`}
       ${offload && html`<p class="offload">The full output: <a href=${`/api/v1/sessions/${encodeURIComponent(session)}/offloads/${encodeURIComponent(offload[1])}?inline=1`}
         target="_blank" rel="noopener">${offload[0]}</a></p>`}
+    </details>`;
+}
+
+// ---------------------------------------------------------------- undo in the computer
+
+// Changes shows what a turn changed in the computer (from the
+// checkpoint den took before its first call that could change it to
+// the next one, or to now), with a button that puts the computer back
+// as it was before the turn.
+function Changes({ session, checkpoint, busy, onError, onRestored }) {
+  const [diff, setDiff] = useState(null);
+  const [failed, setFailed] = useState("");
+  const [confirming, setConfirming] = useState(false);
+  const [restoring, setRestoring] = useState(false);
+  const [done, setDone] = useState(null);
+  const load = () => {
+    setFailed("");
+    api.changes(session, checkpoint.id).then(setDiff, (e) => setFailed(message(e)));
+  };
+  const onToggle = (e) => {
+    if (e.target.open) load();
+  };
+  const undo = async () => {
+    setConfirming(false);
+    setRestoring(true);
+    try {
+      setDone(await api.restore(session, checkpoint.id));
+      onRestored && onRestored();
+      load();
+    } catch (e) {
+      setFailed(message(e));
+    } finally {
+      setRestoring(false);
+    }
+  };
+  const redo = async () => {
+    setRestoring(true);
+    try {
+      await api.restore(session, done.saved);
+      setDone(null);
+      onRestored && onRestored();
+      load();
+    } catch (e) {
+      setFailed(message(e));
+    } finally {
+      setRestoring(false);
+    }
+  };
+  const d = diff;
+  const count = d ? d.added + d.removed + d.changed : 0;
+  return html`
+    <details class="tool changes" onToggle=${onToggle}>
+      <summary>
+        <span class="tool-name">Changes in the computer</span>
+        <span class="tool-facts">
+          ${d && html`<span class="label">${count === 0 && d.packages.length === 0 ? "none" : `${d.added} added, ${d.changed} changed, ${d.removed} removed`}</span>`}
+          ${d && d.packages.length > 0 && html`<span class="label">${d.packages.length} package${d.packages.length === 1 ? "" : "s"}</span>`}
+        </span>
+      </summary>
+      <div class="changes-body">
+        ${!d && !failed && html`<p class="muted">Reading…</p>`}
+        ${d && d.packages.length > 0 && html`<ul class="packages">${d.packages.map((p) => html`<li key=${p.name}>
+          ${p.op === "installed" ? html`<b>+</b> ${p.name} ${p.to}` : p.op === "removed" ? html`<b>−</b> ${p.name} ${p.from}` : html`<b>~</b> ${p.name} ${p.from} → ${p.to}`}</li>`)}</ul>`}
+        ${d && d.changes.length > 0 && html`<ul class="files">${d.changes.slice(0, 200).map((c) => html`<li key=${c.path} class=${c.op}>
+          <b>${c.op === "added" ? "+" : c.op === "removed" ? "−" : "~"}</b> <code>${c.path}</code>${" "}<span class="muted">${c.op === "changed" ? (c.what || []).join(", ") : c.kind === "folder" ? `folder, ${c.entries} entries` : c.kind}</span></li>`)}</ul>`}
+        ${d && d.changes.length + d.more > 200 && html`<p class="muted">and ${d.changes.length + d.more - 200} more (den computer diff ${checkpoint.id} lists them all)</p>`}
+        ${failed && html`<p class="error" role="alert">${failed}</p>`}
+        ${done && html`<p class="restored" role="status">The computer is back as it was before this turn
+          (${done.undone.added} added, ${done.undone.changed} changed, ${done.undone.removed} removed undone).
+          Not touched: ${done.untouched.join(", ")}.
+          ${done.saved ? html` <button class="link" disabled=${restoring} onClick=${redo}>Redo</button>` : ""}</p>`}
+        ${!done && (confirming
+          ? html`<p class="confirm">Put the computer back as it was before this turn? What later turns changed in it goes too;
+              your mounted folders are not touched. <button class="danger" onClick=${undo}>Undo the changes</button>
+              <button onClick=${() => setConfirming(false)}>Cancel</button></p>`
+          : html`<p><button disabled=${busy || restoring} title=${busy ? "Wait for the turn to end" : ""}
+              onClick=${() => setConfirming(true)}>${restoring ? "Undoing…" : "Undo"}</button></p>`)}
+      </div>
     </details>`;
 }
 
