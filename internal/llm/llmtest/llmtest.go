@@ -106,7 +106,12 @@ func NewServer(t testing.TB, turns []Turn, write func(w http.ResponseWriter, r *
 func newServer(t testing.TB, turns []Turn, api string, check func(*http.Request, []byte) *refusal, write func(w http.ResponseWriter, r *http.Request, turn Turn)) *Server {
 	s := &Server{t: t, api: api, check: check, turns: turns}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			// The client went away before its request was whole (a
+			// test killed den mid-send): no API sees such a request.
+			return
+		}
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 		index := len(s.requests) - 1
