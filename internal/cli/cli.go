@@ -23,8 +23,10 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/bwrap"
+	"den.dev/den/internal/sandbox/netns"
 	"den.dev/den/internal/sandbox/proot"
 )
 
@@ -42,6 +44,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs den with os.Args and exits.
 func Main() {
 	proot.MaybeReaper()
+	netns.MaybeHelper()
 	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -205,6 +208,7 @@ func (g *globals) manager() (*computer.Manager, *config.Config, error) {
 	if err != nil {
 		return nil, cfg, err
 	}
+	m.Egress = egress.New(egress.Options{Hosts: cfg.Network.Hosts})
 	m.RootfsOptions.AlpineMirror = cfg.Rootfs.AlpineMirror
 	m.RootfsOptions.DebianMirror = cfg.Rootfs.DebianMirror
 	m.RootfsOptions.UbuntuMirror = cfg.Rootfs.UbuntuMirror

@@ -14,6 +14,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
@@ -100,17 +101,22 @@ func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Compute
 
 func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions, error) {
 	o := computer.SessionOptions{Network: true, Timeout: f.timeout}
-	net := f.network
-	if net == "" {
-		net = ac.Network
+	pol, err := ac.EgressPolicy()
+	if err != nil {
+		return o, usageError{err}
 	}
-	switch net {
-	case "", "on":
+	switch f.network {
+	case "":
+	case "on":
+		if pol.Mode == egress.Off {
+			pol.Mode = egress.Open
+		}
 	case "off":
-		o.Network = false
+		pol.Mode = egress.Off
 	default:
-		return o, usageError{fmt.Errorf("--network %q: want on or off", net)}
+		return o, usageError{fmt.Errorf("--network %q: want on or off", f.network)}
 	}
+	o.Network, o.Egress.Policy = pol.Mode != egress.Off, pol
 	for _, s := range append(append([]string(nil), ac.Mounts...), f.mounts...) {
 		b, err := sandbox.ParseMount(s)
 		if err != nil {

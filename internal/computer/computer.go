@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostcmd"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
@@ -64,6 +65,20 @@ type Manager struct {
 	cgErr   error
 	// RootfsOptions are used when a computer is provisioned.
 	RootfsOptions rootfs.Options
+	// Egress serves the computers' networks; nil is a proxy with
+	// egress's default options, made at the first start that needs it.
+	Egress   *egress.Proxy
+	egressMu sync.Mutex
+}
+
+// proxy is m.Egress, made if unset.
+func (m *Manager) proxy() *egress.Proxy {
+	m.egressMu.Lock()
+	defer m.egressMu.Unlock()
+	if m.Egress == nil {
+		m.Egress = egress.New(egress.Options{})
+	}
+	return m.Egress
 }
 
 // New returns a manager. Resource limits use cgroups when the host
@@ -306,7 +321,13 @@ func (c *Computer) ensureOwners(info rootfs.Info) (rootfs.Info, error) {
 
 // SessionOptions are the per-session choices.
 type SessionOptions struct {
+	// Network gives the computer the network, through den's egress
+	// proxy under Egress's policy; off, it has only its loopback.
 	Network bool
+	// Egress is the network's policy, where its connections are
+	// reported and who is asked about them. Its Agent and Session are
+	// the computer's and the session's.
+	Egress  egress.Scope
 	Mounts  []sandbox.Bind
 	Limits  sandbox.Limits
 	Env     []string // added to the base environment
@@ -355,6 +376,11 @@ func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) 
 		return sandbox.Spec{}, c.m.idErr
 	}
 	spec := sandbox.Spec{Rootfs: c.Rootfs(), Network: o.Network, Hostname: "den", Limits: o.Limits, IDs: c.m.ids}
+	if o.Network {
+		sc := o.Egress
+		sc.Agent, sc.Session = c.agent, session
+		spec.Egress = c.m.proxy().Net(sc)
+	}
 	sdir := c.SessionDir(session)
 	for _, d := range sandbox.SessionDirs {
 		h := filepath.Join(sdir, d.Name)
