@@ -113,7 +113,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pf.StringVar(&g.dataDir, "data-dir", "", "data directory (default $DEN_HOME, else $XDG_DATA_HOME/den)")
 	pf.StringVar(&g.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/den/config.toml)")
 	pf.StringVar(&g.backend, "backend", "", `sandbox backend: "bwrap" (default) or "proot" (no isolation)`)
-	root.AddCommand(approveCmd(g), denyCmd(g), approvalsCmd(g), rulesCmd(g), auditCmd(g))
+	root.AddCommand(approveCmd(g), denyCmd(g), approvalsCmd(g), rulesCmd(g), auditCmd(g), networkCmd(g))
 	root.AddCommand(runCmd(g), chatCmd(g), sessionsCmd(g), usageCmd(g), configCmd(g), execCmd(g), shCmd(g), doctorCmd(g), computerCmd(g))
 	root.AddCommand(serveCmd(g), tokenCmd(g), openCmd(g), attachCmd(g), serviceCmd(g))
 	root.AddCommand(memoryCmd(g), skillsCmd(g))

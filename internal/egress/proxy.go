@@ -390,22 +390,24 @@ func httpStatus(code int) string {
 // for the person reading den's log.
 func Denied(r Record) string {
 	hp := hostPort(r.Host, r.Port)
+	how := fmt.Sprintf("den network allow --agent %s %s", r.Agent, r.Host)
 	switch r.By {
 	case "address":
 		return fmt.Sprintf("den: the connection to %s was refused: %s. Connect to a name instead.", hp, r.Error)
-	case "user", "session", "rule":
-		return fmt.Sprintf("den: the connection to %s was refused: the user denied it.", hp)
-	case "timeout":
-		return fmt.Sprintf("den: the connection to %s was refused: nobody answered the approval in time.", hp)
-	}
-	how := fmt.Sprintf("den network allow --agent %s %s", r.Agent, r.Host)
-	if r.Mode == Off {
-		return fmt.Sprintf("den: the connection to %s was refused: agent %s has no network (egress = \"off\"). The user can turn it on in den's config ([agents.%s] egress).", hp, r.Agent, r.Agent)
-	}
-	if r.By == "unattended" {
+	case "policy":
+		if r.Mode == Off {
+			return fmt.Sprintf("den: the connection to %s was refused: agent %s has no network (egress = \"off\"). The user can turn it on in den's config ([agents.%s] egress).", hp, r.Agent, r.Agent)
+		}
+		return fmt.Sprintf("den: the connection to %s was refused by agent %s's egress policy (%s). The user can allow it with: %s", hp, r.Agent, r.Mode, how)
+	case "unattended":
 		return fmt.Sprintf("den: the connection to %s needs the user's approval (egress = \"ask\"), and nobody could be asked. The user can allow it with: %s", hp, how)
+	case "timeout":
+		return fmt.Sprintf("den: the connection to %s was refused: nobody answered the approval in time. The user can allow it with: %s", hp, how)
+	case "error", "canceled":
+		return fmt.Sprintf("den: the connection to %s was refused: den could not ask the user (%s).", hp, r.By)
 	}
-	return fmt.Sprintf("den: the connection to %s was refused by agent %s's egress policy (%s). The user can allow it with: %s", hp, r.Agent, r.Mode, how)
+	// A person's answer: now, earlier in the session, or always.
+	return fmt.Sprintf("den: the connection to %s was refused: the user denied it. Ask the user before trying again.", hp)
 }
 
 func hostPort(host string, port int) string {
