@@ -24,6 +24,7 @@ import (
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/secret"
 )
 
 // Errors.
@@ -67,8 +68,12 @@ type Manager struct {
 	RootfsOptions rootfs.Options
 	// Egress serves the computers' networks; nil is a proxy with
 	// egress's default options, made at the first start that needs it.
-	Egress   *egress.Proxy
+	Egress *egress.Proxy
+	// Secrets are the secrets computers' connections may carry; nil is
+	// the data dir's, opened at first use.
+	Secrets  *secret.Store
 	egressMu sync.Mutex
+	cas      map[string]*egress.CA // the agents' CAs, loaded once
 }
 
 // proxy is m.Egress, made if unset.
@@ -425,6 +430,7 @@ type Session struct {
 
 	disk    *diskMeter // what the computer holds, measured while commands run
 	diskCap int64      // 0: no cap
+	env     []string   // for the network: secrets' placeholders, den's CA
 }
 
 // Close stops every process of the session, its host-command socket and
@@ -447,7 +453,7 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		Spec:       spec,
 		ControlDir: ctl,
 		OffloadDir: filepath.Join(c.SessionDir(session), "offloads"),
-		Env:        append(BaseEnv(session), o.Env...),
+		Env:        append(append(BaseEnv(session), o.Env...), s.env...),
 		Timeout:    o.Timeout,
 		Log:        o.Log,
 	})
@@ -481,10 +487,16 @@ func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec,
 	if _, err := c.ensureOwnersOnce(info); err != nil {
 		return spec, nil, "", err
 	}
+	var env []string
+	if o.Network {
+		if env, err = c.egress(&o); err != nil {
+			return spec, nil, "", err
+		}
+	}
 	if spec, err = c.Spec(session, o); err != nil {
 		return spec, nil, "", err
 	}
-	s = &Session{}
+	s = &Session{env: env}
 	suffix = strconv.Itoa(os.Getpid()) + "." + randomSuffix()
 	if c.m.cgroups != nil {
 		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
@@ -715,6 +727,7 @@ func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOption
 	if err != nil {
 		return nil, nil, err
 	}
+	cmd.Env = append(cmd.Env, held.env...)
 	p, err := c.m.backend.Start(ctx, &spec, cmd)
 	if err != nil {
 		held.release()

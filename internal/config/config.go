@@ -46,6 +46,10 @@ type Network struct {
 	// development server the user chooses to show the computers). The
 	// policy still decides whether a computer may connect at all.
 	Hosts map[string]string `toml:"hosts"`
+	// CAFiles are PEM files of certificate authorities den trusts,
+	// besides the host's, when it speaks TLS itself to a host a secret
+	// is bound to (a company's own CA, a self-hosted Git server's).
+	CAFiles []string `toml:"ca_files"`
 }
 
 // Server is den serve's settings; its flags win.

@@ -2,10 +2,13 @@ package egress
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -13,6 +16,7 @@ import (
 
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/netns"
+	"den.dev/den/internal/secret"
 )
 
 // How long den waits for a connection's first bytes to learn its name:
@@ -35,6 +39,9 @@ type Options struct {
 	Hosts map[string]string
 	// Resolver resolves the names den connects to; nil is the host's.
 	Resolver *net.Resolver
+	// RootCAs verify the hosts den itself speaks TLS to (those a secret
+	// is bound to); nil is the host's roots.
+	RootCAs *x509.CertPool
 }
 
 // Proxy is den's egress: it serves computers' networks (Net), one
@@ -42,7 +49,8 @@ type Options struct {
 // namespace. It is safe for concurrent use and holds nothing per
 // computer.
 type Proxy struct {
-	d *dialer
+	d         *dialer
+	transport *http.Transport // to hosts with secrets
 }
 
 // New returns a proxy.
@@ -51,7 +59,26 @@ func New(o Options) *Proxy {
 	for k, v := range o.Hosts {
 		hosts[canonical(k)] = v
 	}
-	return &Proxy{d: &dialer{hosts: hosts, resolver: o.Resolver}}
+	p := &Proxy{d: &dialer{hosts: hosts, resolver: o.Resolver}}
+	p.transport = &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			n, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, err
+			}
+			return p.d.dial(ctx, host, n)
+		},
+		TLSClientConfig:     &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:   true,
+		TLSHandshakeTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return p
 }
 
 // Scope is what one computer's network is served with.
@@ -71,6 +98,13 @@ type Scope struct {
 	// the Ask mode; by says who decided ("user", "session", "rule",
 	// "timeout", ...). nil denies, as when nobody could answer.
 	Ask func(ctx context.Context, host string, port int) (allowed bool, by string, err error)
+	// CA is the computer's certificate authority, which it trusts: den
+	// ends TLS with it towards hosts a secret is bound to, and to say
+	// why it refused a TLS connection. nil: den never ends TLS.
+	CA *CA
+	// Secrets returns the secrets the computer's agent may use, read
+	// at each connection to a host; nil: none.
+	Secrets func() []secret.Secret
 }
 
 // Record is one connection of a computer, as den logs it and as the
@@ -81,14 +115,15 @@ type Record struct {
 	Session  string        `json:"session,omitempty"`
 	Host     string        `json:"host"` // the name (or address) the computer asked for
 	Port     int           `json:"port"`
-	Protocol string        `json:"protocol"`        // tls, http or tcp
-	Allowed  bool          `json:"allowed"`         // the policy let it out
-	By       string        `json:"by"`              // what decided: policy, rule, session, user, ...
-	Mode     Mode          `json:"mode"`            // the policy's mode
-	Addr     string        `json:"addr,omitempty"`  // where den connected
-	Error    string        `json:"error,omitempty"` // why it failed, allowed or not
-	Out      int64         `json:"bytes_out"`       // bytes from the computer
-	In       int64         `json:"bytes_in"`        // bytes to the computer
+	Protocol string        `json:"protocol"`          // tls, http or tcp
+	Allowed  bool          `json:"allowed"`           // the policy let it out
+	By       string        `json:"by"`                // what decided: policy, rule, session, user, ...
+	Mode     Mode          `json:"mode"`              // the policy's mode
+	Addr     string        `json:"addr,omitempty"`    // where den connected
+	Error    string        `json:"error,omitempty"`   // why it failed, allowed or not
+	Secrets  bool          `json:"secrets,omitempty"` // den put a secret's value into a request
+	Out      int64         `json:"bytes_out"`         // bytes from the computer
+	In       int64         `json:"bytes_in"`          // bytes to the computer
 	Duration time.Duration `json:"-"`
 }
 
@@ -265,6 +300,12 @@ func (n *Net) handle(c net.Conn) {
 		n.refuse(c, h, rec)
 		return
 	}
+	if h.proto == ProtoTLS && n.s.CA != nil {
+		if bound := n.bound(rec.Host); len(bound) > 0 {
+			n.intercept(c, h, &rec, bound)
+			return
+		}
+	}
 	up, err := n.p.d.dial(n.ctx, rec.Host, rec.Port)
 	if err != nil {
 		rec.Error = err.Error()
@@ -365,8 +406,11 @@ type asking struct {
 // refuse ends a denied connection, telling an HTTP client why in words
 // the model can act on.
 func (n *Net) refuse(c net.Conn, h hello, rec Record) {
-	if h.proto == ProtoHTTP {
+	switch {
+	case h.proto == ProtoHTTP:
 		reply(c, 403, Denied(rec)+"\n")
+	case h.proto == ProtoTLS && h.name != "" && n.s.CA != nil:
+		n.denyPage(c, h, rec)
 	}
 }
 

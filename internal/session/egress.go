@@ -10,7 +10,43 @@ import (
 
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/permission"
+	"den.dev/den/internal/secret"
 )
+
+// egressPrompt describes the agent's egress policy for its system
+// prompt ("" when open).
+func (r *Runtime) egressPrompt(agent string) string {
+	pol, err := r.Config().Agent(agent).EgressPolicy()
+	if err != nil || pol.Mode == egress.Open || pol.Mode == egress.Off {
+		return ""
+	}
+	var rules []string
+	for _, x := range pol.Allow {
+		rules = append(rules, x.String())
+	}
+	allowed := "no host"
+	if len(rules) > 0 {
+		allowed = strings.Join(rules, ", ")
+	}
+	if pol.Mode == egress.Ask {
+		return "It reaches " + allowed + "; den asks the user about any other host (the connection waits for the answer)."
+	}
+	return "It reaches only " + allowed + "; den refuses other hosts, and says which and how the user can allow them."
+}
+
+// secretsPrompt lists the agent's secrets for its system prompt: names
+// and where their values go, never the values.
+func (r *Runtime) secretsPrompt(agent string) []string {
+	list, err := secret.Open(r.o.DataDir).For(agent)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, s := range list {
+		out = append(out, fmt.Sprintf("$%s: to %s (%s)", s.Name, strings.Join(s.Hosts, ", "), s.Form()))
+	}
+	return out
+}
 
 // egressRecord publishes each connection of a session's computers as
 // an "egress" event of the session (the computer names the session by

@@ -195,7 +195,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	now := time.Now()
 	base := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
-		Network: e.opts.Network, Mounts: mounts,
+		Network: e.opts.Network, Mounts: mounts, Egress: r.egressPrompt(e.agent), Secrets: r.secretsPrompt(e.agent),
 		// What den offers this agent: host commands, memory, skills and
 		// the browser. (Attachments are told with each message that
 		// has them.)

@@ -4,6 +4,7 @@
 // "error: WHY".
 //
 //	probe http URL [HOST]        GET URL (with the Host header HOST)
+//	probe https URL CAFILE [HEADER:VALUE]...  GET over TLS trusting CAFILE
 //	probe tls ADDR SNI CAFILE    a TLS handshake, then one line
 //	probe tcp ADDR               connect, then one line
 //	probe say ADDR               connect, send a line, then one line
@@ -54,6 +55,29 @@ func probe(what string, a []string) (string, error) {
 			req.Host = a[1]
 		}
 		c := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil}}
+		resp, err := c.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(b))), nil
+	case "https":
+		pem, err := os.ReadFile(a[1])
+		if err != nil {
+			return "", err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		req, err := http.NewRequest("GET", a[0], nil)
+		if err != nil {
+			return "", err
+		}
+		for _, h := range a[2:] {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Add(k, strings.TrimSpace(v))
+		}
+		c := &http.Client{Timeout: timeout, Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 		resp, err := c.Do(req)
 		if err != nil {
 			return "", err
