@@ -11,6 +11,9 @@
 //	probe udp ADDR               send one datagram
 //	probe dns udp|tcp SERVER NAME  ask SERVER for NAME's addresses
 //	probe raw                    open a raw socket
+//	probe bench URL CAFILE N [ADDR]  N GETs, each on a new connection (to
+//	                             ADDR instead of the URL's host): "ok: NANOSECONDS"
+//	probe fetch URL              GET, reading the body: "ok: BYTES NANOSECONDS"
 //	probe self                   connect to a listener on its own loopback
 package main
 
@@ -138,6 +141,46 @@ func probe(what string, a []string) (string, error) {
 			return "", err
 		}
 		return strings.Join(addrs, " "), nil
+	case "bench":
+		pem, err := os.ReadFile(a[1])
+		if err != nil {
+			return "", err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		var n int
+		fmt.Sscan(a[2], &n)
+		tr := &http.Transport{Proxy: nil, DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: pool}}
+		if len(a) > 3 {
+			tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, a[3])
+			}
+		}
+		c := &http.Client{Timeout: timeout, Transport: tr}
+		start := time.Now()
+		for range n {
+			resp, err := c.Get(a[0])
+			if err != nil {
+				return "", err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return fmt.Sprint(time.Since(start).Nanoseconds()), nil
+	case "fetch":
+		c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableCompression: true}}
+		start := time.Now()
+		resp, err := c.Get(a[0])
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(n, " ", time.Since(start).Nanoseconds()), nil
 	case "raw":
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
 		if err != nil {
