@@ -117,34 +117,21 @@ type logRow struct {
 
 // egressLog reads the newest egress events that pass the filters.
 func egressLog(cmd *cobra.Command, st *store.Store, agent, session string, deniedOnly bool, limit int) ([]logRow, error) {
-	var out []logRow
-	var before int64
-	for len(out) < limit {
-		evs, err := st.EventsOfType(cmd.Context(), "egress", before, 1000)
-		if err != nil {
-			return nil, err
+	evs, err := st.EgressEvents(cmd.Context(), store.EgressFilter{Agent: agent, Session: session, Denied: deniedOnly, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]logRow, 0, len(evs))
+	for _, e := range evs {
+		var r logRow
+		if err := json.Unmarshal(e.Data, &r); err != nil {
+			continue
 		}
-		for _, e := range evs {
-			var r logRow
-			if err := json.Unmarshal(e.Data, &r); err != nil {
-				continue
-			}
-			r.ev = e
-			if e.Session != "" {
-				r.Session = e.Session
-			}
-			if (agent != "" && r.Agent != agent) || (session != "" && r.Session != session) || (deniedOnly && r.Allowed) {
-				continue
-			}
-			out = append(out, r)
-			if len(out) == limit {
-				break
-			}
+		r.ev = e
+		if e.Session != "" {
+			r.Session = e.Session
 		}
-		if len(evs) < 1000 {
-			break
-		}
-		before = evs[len(evs)-1].ID
+		out = append(out, r)
 	}
 	return out, nil
 }

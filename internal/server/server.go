@@ -163,6 +163,7 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
 		{"POST", "/api/v1/device/presence", false, s.devicePresence},
 		{"GET", "/api/v1/usage", false, s.usage},
+		{"GET", "/api/v1/network", false, s.network},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},
 		{"GET", "/api/v1/push", false, s.pushInfo},
