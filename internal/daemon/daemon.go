@@ -35,6 +35,7 @@ import (
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/secret"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
@@ -177,7 +178,8 @@ func New(o Options) (*Daemon, error) {
 	}()
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
-		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp})
+		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp,
+		Secrets: secret.Open(o.DataDir)})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/event"
+	"den.dev/den/internal/secret"
 	"den.dev/den/internal/store"
 )
 
@@ -79,5 +81,45 @@ func TestNetwork(t *testing.T) {
 	}
 	for _, q := range []string{"?limit=0", "?limit=501", "?before=x"} {
 		a.call("GET", "/api/v1/network"+q, "", http.StatusBadRequest, nil)
+	}
+}
+
+// TestSecretsRoutes: the secrets routes set, list and remove secrets,
+// and no answer ever holds a value; a binding changes without the value
+// being sent again.
+func TestSecretsRoutes(t *testing.T) {
+	dir := t.TempDir()
+	st := secret.Open(dir)
+	a := newAPI(t, "", func(o *Options) { o.Secrets = st })
+	const value = "tok-route-value-31337"
+	code, body := a.do("PUT", "/api/v1/secrets/GH", `{"value":"`+value+`","hosts":["api.github.com"]}`)
+	if code != http.StatusOK || strings.Contains(body, value) || !strings.Contains(body, `"header":"Authorization: Bearer {{value}}"`) {
+		t.Fatalf("PUT: %d %s", code, body)
+	}
+	code, body = a.do("PUT", "/api/v1/secrets/GH", `{"hosts":["github.com"],"basic":"x-access-token"}`)
+	if code != http.StatusOK || strings.Contains(body, value) {
+		t.Fatalf("PUT without a value: %d %s", code, body)
+	}
+	if list, _ := st.List(); len(list) != 1 || list[0].Value != value || list[0].Basic != "x-access-token" || list[0].Hosts[0] != "github.com" {
+		t.Errorf("the store after the rebinding: %+v", list)
+	}
+	code, body = a.do("GET", "/api/v1/secrets", "")
+	if code != http.StatusOK || strings.Contains(body, value) || !strings.Contains(body, `"name":"GH"`) {
+		t.Errorf("GET: %d %s", code, body)
+	}
+	for _, bad := range []struct{ path, body string }{
+		{"/api/v1/secrets/lower", `{"value":"v","hosts":["a.b"]}`},
+		{"/api/v1/secrets/NEW", `{"hosts":["a.b"]}`},
+		{"/api/v1/secrets/NEW", `{"value":"v"}`},
+	} {
+		if code, body := a.do("PUT", bad.path, bad.body); code != http.StatusBadRequest {
+			t.Errorf("PUT %s %s: %d %s", bad.path, bad.body, code, body)
+		}
+	}
+	if code, _ := a.do("DELETE", "/api/v1/secrets/GH", ""); code != http.StatusNoContent {
+		t.Errorf("DELETE: %d", code)
+	}
+	if code, _ := a.do("DELETE", "/api/v1/secrets/GH", ""); code != http.StatusNotFound {
+		t.Errorf("DELETE again: %d", code)
 	}
 }
