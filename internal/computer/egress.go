@@ -44,7 +44,7 @@ func (m *Manager) ca(agent string) (*egress.CA, error) {
 	if ca, ok := m.cas[agent]; ok {
 		return ca, nil
 	}
-	ca, err := egress.LoadCA(filepath.Join(m.dataDir, "egress", agent), "den egress CA for agent "+agent)
+	ca, err := EgressCA(m.dataDir, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,12 @@ func (m *Manager) ca(agent string) (*egress.CA, error) {
 	}
 	m.cas[agent] = ca
 	return ca, nil
+}
+
+// EgressCA loads (or makes) the CA of agent's computer, kept in
+// DATA/egress/AGENT.
+func EgressCA(dataDir, agent string) (*egress.CA, error) {
+	return egress.LoadCA(filepath.Join(dataDir, "egress", agent), "den egress CA for agent "+agent)
 }
 
 // egress completes a session's egress scope with the agent's CA and

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -112,6 +113,13 @@ func makeCA(keyPath, certPath, name string) error {
 		return errors.New("another den made this CA at the same time: try again")
 	}
 	return err
+}
+
+// SPKIHash is the base64 SHA-256 of the CA's public key, as Chromium's
+// --ignore-certificate-errors-spki-list takes it.
+func (ca *CA) SPKIHash() string {
+	sum := sha256.Sum256(ca.cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 // PEM is the CA's certificate, for the computer's trust store.

@@ -20,9 +20,9 @@ import (
 )
 
 // How long den waits for a connection's first bytes to learn its name:
-// briefly when its address already names it (a protocol where the
-// server speaks first sends nothing), longer when the address is all
-// den has.
+// briefly when its address already names it and the port is not
+// HTTP's (a protocol where the server speaks first sends nothing),
+// longer when the address is all den has.
 const (
 	waitNamed   = 500 * time.Millisecond
 	waitUnnamed = 5 * time.Second
@@ -282,7 +282,10 @@ func (n *Net) handle(c net.Conn) {
 	defer record()
 	named, fromDNS := n.names.name(dst.Addr())
 	wait := waitUnnamed
-	if fromDNS {
+	if fromDNS && dst.Port() != 80 && dst.Port() != 443 && len(n.bound(named)) == 0 {
+		// A name den gave, on a port where the server may speak
+		// first. (On HTTP's ports, and towards a host with secrets,
+		// den waits for the client however busy the machine is.)
 		wait = waitNamed
 	}
 	h := sniff(c, wait, waitHello)
