@@ -16,6 +16,7 @@ import (
 
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/sandbox/sandboxtest"
+	"den.dev/den/internal/secret"
 )
 
 // benchServer serves, over HTTPS, a small answer at /, and over HTTP
@@ -75,12 +76,31 @@ func result(b *testing.B, out string) []int64 {
 //
 //	go test ./internal/egress -run '^$' -bench HTTPSRequest -benchtime 500x
 func BenchmarkHTTPSRequest(b *testing.B) {
+	b.Run("relayed", func(b *testing.B) { benchHTTPS(b, false) })
+	// The same towards a host a secret is bound to: den ends the
+	// computer's TLS with its CA, puts the value in, and speaks TLS of
+	// its own to the server.
+	b.Run("secret", func(b *testing.B) { benchHTTPS(b, true) })
+}
+
+func benchHTTPS(b *testing.B, withSecret bool) {
 	ca := newCA(b)
 	httpsAddr, _ := benchServer(b, ca)
-	p := egress.New(egress.Options{Hosts: map[string]string{"bench.example:443": httpsAddr}})
-	box := startBox(b, p.Net(egress.Scope{Agent: "bench"}))
+	p := egress.New(egress.Options{Hosts: map[string]string{"bench.example:443": httpsAddr}, RootCAs: ca.pool})
+	sc := egress.Scope{Agent: "bench"}
+	trusted := ca.pem
+	if withSecret {
+		dca, err := egress.LoadCA(filepath.Join(b.TempDir(), "ca"), "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := secret.Secret{Name: "T", Value: "bench-token", Hosts: []string{"bench.example"}}
+		s.Validate()
+		sc.CA, sc.Secrets, trusted = dca, func() []secret.Secret { return []secret.Secret{s} }, dca.PEM()
+	}
+	box := startBox(b, p.Net(sc))
 	caFile := filepath.Join(box.env.Workspace, "ca.pem")
-	os.WriteFile(caFile, ca.pem, 0o644)
+	os.WriteFile(caFile, trusted, 0o644)
 	sandboxtest.Own(b, caFile)
 	hostCA := filepath.Join(b.TempDir(), "ca.pem")
 	os.WriteFile(hostCA, ca.pem, 0o644)
