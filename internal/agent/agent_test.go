@@ -642,6 +642,45 @@ func TestBudgetStopsBeforeCrossing(t *testing.T) {
 	}
 }
 
+// TestBudgetCountsOthers: what other runs spend against a run's
+// limits (its sub-agents') stops it as its own spending would, and a
+// shared limit (a parent's) is asked before each request.
+func TestBudgetCountsOthers(t *testing.T) {
+	var turns [][]llm.Event
+	for i := range 10 {
+		turns = append(turns, append(callTurn(mkcall(string(rune('a'+i)), "read"))[:3], &llm.Usage{InputTokens: 1000, OutputTokens: 1000}, &llm.Done{Stop: llm.StopToolUse}))
+	}
+	price := func(_ string, u llm.Usage) float64 { return float64(u.InputTokens+u.OutputTokens) / 1e6 }
+	others := 0.0
+	m := &scripted{turns: turns}
+	_, err := Run(context.Background(), Config{Model: m, Store: &memStore{}, Tools: &fakeTools{}, Cost: price,
+		Budget: Budget{MaxCostUSD: 0.0055, Others: func() (float64, int64) {
+			others += 0.002 // a sub-agent spends as much as the run between its requests
+			return others, 0
+		}}}, "s", prompt("spend"))
+	// $0.002 spent by the run and $0.004 by the others before the second
+	// request's check: it would cross $0.0055.
+	if !errors.Is(err, ErrBudget) || len(m.reqs) != 1 {
+		t.Errorf("with others spending: %v after %d requests, want ErrBudget after 1", err, len(m.reqs))
+	}
+	asked := 0
+	m = &scripted{turns: turns}
+	_, err = Run(context.Background(), Config{Model: m, Store: &memStore{}, Tools: &fakeTools{}, Cost: price,
+		Budget: Budget{Shared: func(tokens int64, cost float64) error {
+			asked++
+			if tokens <= 0 || cost <= 0 {
+				t.Errorf("shared limit asked with %d tokens, $%f", tokens, cost)
+			}
+			if asked == 3 {
+				return fmt.Errorf("%w: the parent's budget", ErrBudget)
+			}
+			return nil
+		}}}, "s", prompt("spend"))
+	if !errors.Is(err, ErrBudget) || len(m.reqs) != 2 {
+		t.Errorf("shared limit: %v after %d requests, want ErrBudget after 2", err, len(m.reqs))
+	}
+}
+
 // TestSystemPromptSaysOnlyWhatIsTrue: folders and commands of features
 // the agent does not have are not mentioned.
 func TestSystemPromptSaysOnlyWhatIsTrue(t *testing.T) {

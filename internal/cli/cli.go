@@ -117,7 +117,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	root.AddCommand(approveCmd(g), denyCmd(g), approvalsCmd(g), rulesCmd(g), auditCmd(g), networkCmd(g), secretCmd(g))
 	root.AddCommand(runCmd(g), chatCmd(g), sessionsCmd(g), usageCmd(g), configCmd(g), execCmd(g), shCmd(g), doctorCmd(g), computerCmd(g))
 	root.AddCommand(serveCmd(g), tokenCmd(g), openCmd(g), attachCmd(g), serviceCmd(g))
-	root.AddCommand(memoryCmd(g), skillsCmd(g))
+	root.AddCommand(memoryCmd(g), skillsCmd(g), scheduleCmd(g))
+	root.AddCommand(backupCmd(g), restoreCmd(g))
 	// den mcp: the client's commands (mcp.go); a den mcp serve adds
 	// itself to the command mcpCmd returns, here.
 	mcp := mcpCmd(g)

@@ -16,9 +16,10 @@ import (
 func computerCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "computer",
-		Short: "List, reset, export and import agents' computers",
+		Short: "List, reset, export and import agents' computers; undo with checkpoints",
 	}
-	c.AddCommand(computerList(g), computerReset(g), computerExport(g), computerImport(g))
+	c.AddCommand(computerList(g), computerReset(g), computerExport(g), computerImport(g),
+		computerCheckpoints(g), computerCheckpoint(g), computerDiff(g), computerRestore(g))
 	return c
 }
 
@@ -60,7 +61,7 @@ func computerReset(g *globals) *cobra.Command {
 		Long: `Delete an agent's rootfs (everything installed in it). The next start
 creates it again from its source. With --keep-home, /root is kept and
 put back into the new computer. The agent's memory, skills, shared and
-session folders are not touched.`,
+session folders are not touched. The computer's checkpoints go with it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, comp, err := g.computer(agent)

@@ -101,6 +101,26 @@ func (f *computerFlags) open(ctx context.Context, g *globals) (*computer.Compute
 	return c, o, nil
 }
 
+// undoPolicy is an agent's checkpoint policy: its config, else den's
+// defaults.
+func undoPolicy(ac config.Agent) (computer.Undo, error) {
+	u := computer.DefaultUndo()
+	budget, off, err := ac.CheckpointBudget()
+	if err != nil {
+		return u, err
+	}
+	if off {
+		return computer.Undo{}, nil
+	}
+	if budget > 0 {
+		u.Budget = budget
+	}
+	if ac.CheckpointsKeep > 0 {
+		u.Keep = ac.CheckpointsKeep
+	}
+	return u, nil
+}
+
 func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions, error) {
 	o := computer.SessionOptions{Network: true, Timeout: f.timeout}
 	pol, err := ac.EgressPolicy()
@@ -142,6 +162,11 @@ func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions,
 	if ac.Pids != 0 {
 		o.Limits.Pids = ac.Pids
 	}
+	u, err := undoPolicy(ac)
+	if err != nil {
+		return o, err
+	}
+	o.Undo = u
 	if ac.CPUWeight != 0 {
 		o.Limits.CPUWeight = ac.CPUWeight
 	}

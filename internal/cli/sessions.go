@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,6 +50,7 @@ func sessionsList(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			nested := nestSessions(list)
 			if asJSON {
 				type row struct {
 					ID      string  `json:"id"`
@@ -57,17 +59,29 @@ func sessionsList(g *globals) *cobra.Command {
 					Model   string  `json:"model"`
 					Updated string  `json:"updated"`
 					CostUSD float64 `json:"cost_usd"`
+					Parent  string  `json:"parent,omitempty"`
+					Profile string  `json:"profile,omitempty"`
 				}
 				rows := []row{}
-				for _, s := range list {
-					rows = append(rows, row{s.ID, s.Agent, s.Title, s.Model, s.Updated.UTC().Format("2006-01-02T15:04:05Z"), s.Usage.CostUSD})
+				for _, n := range nested {
+					s := n.Session
+					rows = append(rows, row{s.ID, s.Agent, s.Title, s.Model, s.Updated.UTC().Format("2006-01-02T15:04:05Z"), s.Usage.CostUSD, s.Parent, s.Profile})
 				}
 				return json.NewEncoder(g.stdout).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tAGENT\tUPDATED\tMODEL\tCOST\tTITLE")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t$%.4f\t%s\n", s.ID, s.Agent, s.Updated.Local().Format("2006-01-02 15:04"), s.Model, s.Usage.CostUSD, s.Title)
+			for _, n := range nested {
+				s := n.Session
+				id := s.ID
+				if n.Depth > 0 {
+					id = strings.Repeat("  ", n.Depth-1) + "└ " + id
+				}
+				title := s.Title
+				if s.Profile != "" {
+					title += " (" + s.Profile + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t$%.4f\t%s\n", id, s.Agent, s.Updated.Local().Format("2006-01-02 15:04"), s.Model, s.Usage.CostUSD, title)
 			}
 			return tw.Flush()
 		},
@@ -76,6 +90,45 @@ func sessionsList(g *globals) *cobra.Command {
 	c.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// nestedSession is a session of a list, Depth levels under a session
+// that started it as a sub-agent.
+type nestedSession struct {
+	store.Session
+	Depth int
+}
+
+// nestSessions puts each sub-agent session of list right under its
+// parent (sub-agents oldest first) when the parent is in list too;
+// others keep their place.
+func nestSessions(list []store.Session) []nestedSession {
+	in := map[string]bool{}
+	for _, s := range list {
+		in[s.ID] = true
+	}
+	kids := map[string][]store.Session{}
+	for _, s := range list {
+		if s.Parent != "" && in[s.Parent] {
+			kids[s.Parent] = append(kids[s.Parent], s)
+		}
+	}
+	var out []nestedSession
+	var add func(s store.Session, depth int)
+	add = func(s store.Session, depth int) {
+		out = append(out, nestedSession{s, depth})
+		k := kids[s.ID]
+		sort.SliceStable(k, func(i, j int) bool { return k[i].Created.Before(k[j].Created) })
+		for _, c := range k {
+			add(c, depth+1)
+		}
+	}
+	for _, s := range list {
+		if s.Parent == "" || !in[s.Parent] {
+			add(s, 0)
+		}
+	}
+	return out
 }
 
 func sessionsShow(g *globals) *cobra.Command {
@@ -104,7 +157,14 @@ func sessionsShow(g *globals) *cobra.Command {
 			if asJSON {
 				return json.NewEncoder(g.stdout).Encode(map[string]any{"session": s, "messages": rec})
 			}
-			fmt.Fprintf(g.stdout, "# %s\nsession %s · agent %s · model %s · $%.4f\n\n", s.Title, s.ID, s.Agent, s.Model, s.Usage.CostUSD)
+			fmt.Fprintf(g.stdout, "# %s\nsession %s · agent %s · model %s · $%.4f", s.Title, s.ID, s.Agent, s.Model, s.Usage.CostUSD)
+			if s.Parent != "" {
+				fmt.Fprintf(g.stdout, " · sub-agent of %s", s.Parent)
+				if s.Profile != "" {
+					fmt.Fprintf(g.stdout, " (profile %s)", s.Profile)
+				}
+			}
+			fmt.Fprint(g.stdout, "\n\n")
 			for _, m := range rec {
 				head := m.Role
 				if m.Model != "" {

@@ -64,6 +64,7 @@ type Manager struct {
 	owners  idmap.OwnerNS   // user namespaces for probing users' folders
 	cgroups *cgroup.Manager // nil when resource limits are unavailable
 	cgErr   error
+	stores  sync.Map // agent → *checkpoint.Store, kept for its listing cache
 	// RootfsOptions are used when a computer is provisioned.
 	RootfsOptions rootfs.Options
 	// Egress serves the computers' networks; nil is a proxy with
@@ -229,14 +230,19 @@ func (c *Computer) Ensure(ctx context.Context, src rootfs.Source, explicit bool)
 	return c.ensureOwnersOnce(info)
 }
 
-// treeIDs is the map the computer's files are owned by now: the
-// manager's, or as root for a tree not yet given to it, the inside ids
-// themselves or the range it was given before.
-func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap {
-	uid, gid, _ := c.m.ids.Root()
+// treeIDs is the map the computer's files are owned by now (see
+// TreeIDs).
+func (c *Computer) treeIDs(info rootfs.Info) sandbox.IDMap { return TreeIDs(c.m.ids, info) }
+
+// TreeIDs is the map the files of a computer provisioned as info says
+// are owned by now, ids being den's map for its computers: ids, or as
+// root for a tree not yet given to them, the inside ids themselves or
+// the range the tree was given before.
+func TreeIDs(ids sandbox.IDMap, info rootfs.Info) sandbox.IDMap {
+	uid, gid, _ := ids.Root()
 	switch {
 	case os.Geteuid() != 0 || (info.Owner != nil && int(info.Owner.UID) == uid && int(info.Owner.GID) == gid):
-		return c.m.ids
+		return ids
 	case info.Owner == nil:
 		return idmap.Identity
 	}
@@ -340,6 +346,8 @@ type SessionOptions struct {
 	Log     func(string)
 	// Host, when set, gives the computer den's host commands.
 	Host *HostCommands
+	// Undo is the agent's checkpoint policy (the zero value: none).
+	Undo Undo
 }
 
 // HostCommands is how a computer reaches den's host commands: the shim
@@ -427,6 +435,7 @@ type Session struct {
 	*sandbox.Session
 	group *cgroup.Group
 	host  *hostcmd.Listener
+	use   *os.File // the computer's use lock, held shared (see lockShared)
 
 	disk    *diskMeter // what the computer holds, measured while commands run
 	diskCap int64      // 0: no cap
@@ -497,10 +506,16 @@ func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec,
 		return spec, nil, "", err
 	}
 	s = &Session{env: env}
+	// A restore of the computer waits for no session, and none starts
+	// while it runs.
+	if s.use, err = c.lockShared(context.Background()); err != nil {
+		return spec, nil, "", err
+	}
 	suffix = strconv.Itoa(os.Getpid()) + "." + randomSuffix()
 	if c.m.cgroups != nil {
 		lim := cgroup.Limits{MemoryBytes: o.Limits.MemoryBytes, Pids: o.Limits.Pids, CPUWeight: o.Limits.CPUWeight}
 		if s.group, err = c.m.cgroups.Create("agent-"+c.agent+"/"+session+"."+suffix, lim); err != nil {
+			s.release()
 			return spec, nil, "", fmt.Errorf("computer: %w", err)
 		}
 		spec.Cgroup = s.group
@@ -547,6 +562,9 @@ func (s *Session) release() {
 	}
 	if s.group != nil {
 		s.group.Remove()
+	}
+	if s.use != nil {
+		s.use.Close()
 	}
 }
 
@@ -630,6 +648,13 @@ func (c *Computer) Reset(keepHome bool) error {
 	}
 	if err := removeAll(trash); err != nil {
 		return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+	}
+	// Checkpoints are of the computer that is gone.
+	if s, err := c.Checkpoints(); err == nil {
+		if err := s.RemoveAll(context.Background()); err != nil {
+			return fmt.Errorf("computer: reset %s: %w", c.agent, err)
+		}
+		c.m.stores.Delete(c.agent)
 	}
 	return nil
 }

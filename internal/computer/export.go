@@ -3,6 +3,7 @@ package computer
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/sandbox"
 )
 
@@ -35,9 +37,17 @@ func (c *Computer) Export(ctx context.Context, w io.Writer) error {
 		return c.m.idErr
 	}
 	ids := c.treeIDs(info)
-	e := &exporter{tw: tar.NewWriter(w), ids: ids, links: map[[2]uint64]string{}, buf: make([]byte, 256<<10)}
 	root := c.Rootfs()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	dir, err := hostfs.OpenDir(root)
+	if err != nil {
+		return fmt.Errorf("computer: export %s: %w", c.agent, err)
+	}
+	defer dir.Close()
+	e := &exporter{tw: tar.NewWriter(w), ids: ids, links: map[[2]uint64]string{}, buf: make([]byte, 256<<10), root: dir}
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed while the walk ran
+		}
 		if err != nil {
 			return err
 		}
@@ -45,7 +55,21 @@ func (c *Computer) Export(ctx context.Context, w io.Writer) error {
 			return ctx.Err()
 		}
 		rel, _ := filepath.Rel(root, p)
-		return e.add(p, filepath.ToSlash(rel))
+		rel = filepath.ToSlash(rel)
+		// The walk goes by path, and the computer may swap a folder
+		// for a link to a host folder meanwhile: an entry whose way
+		// from the rootfs holds a link now is left out, and what is
+		// read is opened beneath the rootfs without a link on the way.
+		if rel != "." {
+			if _, err := dir.Lstat(rel); err != nil {
+				fmt.Fprintf(os.Stderr, "den: export: %s changed while it was read; left out\n", p)
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+		}
+		return e.add(p, rel)
 	})
 	if err == nil {
 		err = e.tw.Close()
@@ -57,6 +81,7 @@ func (c *Computer) Export(ctx context.Context, w io.Writer) error {
 }
 
 type exporter struct {
+	root  *hostfs.Dir // the rootfs, opened once
 	tw    *tar.Writer
 	ids   sandbox.IDMap
 	links map[[2]uint64]string // (dev, inode) of files with several links → first name
@@ -79,7 +104,9 @@ func (e *exporter) inside(uid, gid uint32) (int, int) {
 
 func (e *exporter) add(p, rel string) error {
 	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
+	if err := unix.Lstat(p, &st); errors.Is(err, fs.ErrNotExist) {
+		return nil // removed since it was found
+	} else if err != nil {
 		return err
 	}
 	name := rel
@@ -105,7 +132,9 @@ func (e *exporter) add(p, rel string) error {
 		}
 	case syscall.S_IFLNK:
 		t, err := os.Readlink(p)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		} else if err != nil {
 			return err
 		}
 		h.Typeflag, h.Linkname = tar.TypeSymlink, t
@@ -120,7 +149,7 @@ func (e *exporter) add(p, rel string) error {
 			}
 			e.links[key] = name
 		}
-		return e.file(p, h, &st)
+		return e.file(p, rel, h, &st)
 	default:
 		return nil // devices and sockets
 	}
@@ -128,17 +157,17 @@ func (e *exporter) add(p, rel string) error {
 	return e.tw.WriteHeader(h)
 }
 
-// file writes a regular file, opened without following a symlink and
-// checked to be the entry that was found.
-func (e *exporter) file(p string, h *tar.Header, st *unix.Stat_t) error {
-	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+// file writes a regular file, opened beneath the rootfs with no link on
+// the way (hostfs) and checked to be the entry that was found.
+func (e *exporter) file(p, rel string, h *tar.Header, st *unix.Stat_t) error {
+	f, err := e.root.Open(rel)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", p, err)
+		fmt.Fprintf(os.Stderr, "den: export: %s changed while it was read; left out\n", p)
+		return nil
 	}
-	f := os.NewFile(uintptr(fd), p)
 	defer f.Close()
 	var now unix.Stat_t
-	if err := unix.Fstat(fd, &now); err != nil {
+	if err := unix.Fstat(int(f.Fd()), &now); err != nil {
 		return err
 	}
 	if now.Dev != st.Dev || now.Ino != st.Ino || now.Mode&syscall.S_IFMT != syscall.S_IFREG {

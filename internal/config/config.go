@@ -34,6 +34,13 @@ type Config struct {
 	Browser Browser `toml:"browser"`
 	// Network is what every computer's network shares.
 	Network Network `toml:"network"`
+	// Profiles are how sub-agents run, by name; Subagents limits them.
+	Profiles  map[string]Profile `toml:"profiles"`
+	Subagents Subagents          `toml:"subagents"`
+	// Backup is den serve's scheduled backups.
+	Backup Backup `toml:"backup"`
+	// Schedule is den serve's scheduler's settings.
+	Schedule Schedule `toml:"schedule"`
 
 	path string
 }
@@ -108,6 +115,34 @@ func (b Browser) Durations() (tabIdle, idle time.Duration, err error) {
 		}
 	}
 	return tabIdle, idle, nil
+}
+
+// Schedule shapes den serve's scheduler; unset values are den's
+// defaults.
+type Schedule struct {
+	// MaxRunning bounds the scheduled runs at once (4); the others wait
+	// their turn and say how late they started.
+	MaxRunning int `toml:"max_running"`
+	// DeliveryRetry are the waits before a failed delivery is tried
+	// again (["30s", "2m", "10m", "30m"]); after the last it is failed
+	// and reported.
+	DeliveryRetry []string `toml:"delivery_retry"`
+}
+
+// Retries reads DeliveryRetry (nil when unset).
+func (s Schedule) Retries() ([]time.Duration, error) {
+	if s.DeliveryRetry == nil {
+		return nil, nil
+	}
+	out := []time.Duration{}
+	for _, v := range s.DeliveryRetry {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("schedule.delivery_retry: %q is not a positive duration such as \"30s\"", v)
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // Sandbox chooses the backend.
@@ -194,6 +229,27 @@ type Agent struct {
 	// Browser gives the agent a web browser (the browser_use tool and
 	// den-browser); unset, on where Chromium is installed.
 	Browser *bool `toml:"browser"`
+	// Checkpoints is the disk budget of the computer's checkpoints
+	// (undo): a size such as "4GiB" (the default), or "off";
+	// CheckpointsKeep is how many are kept at most (default 100).
+	Checkpoints     string `toml:"checkpoints"`
+	CheckpointsKeep int    `toml:"checkpoints_keep"`
+}
+
+// CheckpointBudget reads Checkpoints: off, or the budget in bytes (0:
+// den's default).
+func (a Agent) CheckpointBudget() (budget int64, off bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(a.Checkpoints)) {
+	case "":
+		return 0, false, nil
+	case "off", "none", "0":
+		return 0, true, nil
+	}
+	n, err := ParseBytes(a.Checkpoints)
+	if err == nil && n < 16<<20 {
+		err = fmt.Errorf("size %q: at least 16 MiB, or \"off\"", a.Checkpoints)
+	}
+	return n, false, err
 }
 
 // EgressPolicy is the agent's egress policy: Egress and Allow, with
@@ -344,6 +400,12 @@ func (c *Config) validate(data []byte) error {
 	if err := c.validateMCPClients(data); err != nil {
 		return err
 	}
+	if err := c.validateProfiles(data); err != nil {
+		return err
+	}
+	if err := c.Backup.validate(c.path, data); err != nil {
+		return err
+	}
 	if _, _, err := c.Browser.Durations(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"browser"}), err)
 	}
@@ -355,6 +417,12 @@ func (c *Config) validate(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: %s:%d: network.hosts %q: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"network", "hosts", name}), name, err)
 		}
+	}
+	if _, err := c.Schedule.Retries(); err != nil {
+		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "delivery_retry"}), err)
+	}
+	if c.Schedule.MaxRunning < 0 || c.Schedule.MaxRunning > 100 {
+		return fmt.Errorf("%w: %s:%d: schedule.max_running %d: want 1 to 100", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "max_running"}), c.Schedule.MaxRunning)
 	}
 	if c.Browser.MaxTabs < 0 || c.Browser.MaxTabs > 50 {
 		return fmt.Errorf("%w: %s:%d: browser.max_tabs %d: want 1 to 50", ErrInvalid, c.path, lineOf(data, toml.Key{"browser", "max_tabs"}), c.Browser.MaxTabs)
@@ -400,6 +468,12 @@ func (c *Config) validate(data []byte) error {
 		}
 		if a.Pids < 0 {
 			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("pids"))
+		}
+		if _, _, err := a.CheckpointBudget(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, at("checkpoints"), err)
+		}
+		if a.CheckpointsKeep < 0 {
+			return fmt.Errorf("%w: %s: must not be negative", ErrInvalid, at("checkpoints_keep"))
 		}
 		switch a.Trust {
 		case "", "restricted", "trusted", "full":

@@ -22,6 +22,16 @@
 //	pids    = 512
 //	cpu_weight = 100
 //
+//	[profiles.researcher]       # how a sub-agent runs (den-agent run --profile researcher)
+//	model = "anthropic/claude-haiku-5-5"
+//	tools = ["shell_execute", "file_*", "browser_use"]
+//	trust = "restricted"        # never above the parent's
+//	budget = "0.50"             # or "200k tokens"
+//
+//	[subagents]
+//	max_running = 3             # a session's sub-agents running at once
+//	max_depth = 1               # sub-agents start none of their own
+//
 //	[mcp_clients.claude-code]   # a client of den's MCP server, by its name
 //	agents = ["default"]        # the agents it may use; unset: every agent
 //	allow  = ["exec"]           # tools that run without asking

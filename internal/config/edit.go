@@ -13,9 +13,13 @@ import (
 )
 
 // Secret reports whether a key holds a secret that den never prints:
-// API keys, and header values (they often carry tokens).
+// API keys, and header values (they often carry tokens). A switch
+// named after secrets (backup.with_secrets) is none.
 func Secret(key string) bool {
 	k := strings.ToLower(key)
+	if strings.HasSuffix(k, "with_secrets") {
+		return false
+	}
 	return strings.HasSuffix(k, "api_key") || strings.Contains(k, ".headers.") ||
 		strings.Contains(k, "token") || strings.Contains(k, "secret") || strings.Contains(k, "password")
 }

@@ -7,11 +7,17 @@
 // second, repairs sessions a killed den left running and runs queued
 // messages; Web Push (unless [server] push = false) loads or makes its
 // key and follows the events it sends; the guard loads (or makes) the
-// token; den's MCP server is made, to serve /mcp; the listener opens.
+// token; the daily memory rollups and the scheduled backups ([backup]
+// in the config) start; den's MCP server is made, to serve /mcp; the
+// listener opens; the scheduler (package schedule, wired in
+// schedule.go) takes the lead of the data dir's jobs.
 // Stop (the context of Serve ends, on SIGTERM): the listener closes and
-// event streams end, running turns end at their next turn boundary
-// within Options.Grace (the rest are canceled and their calls recorded),
-// pushes in flight are canceled, computers stop, the store closes.
+// event streams end, the scheduler starts nothing more, the rollups and
+// backups stop (a backup midway leaves no file), running turns end at
+// their next turn boundary within Options.Grace (the rest are canceled
+// and their calls recorded; scheduled runs among them are recorded
+// interrupted, to run again at the next start), pushes in flight are
+// canceled, computers stop, the store closes.
 package daemon
 
 import (
@@ -35,6 +41,7 @@ import (
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/secret"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
@@ -97,6 +104,15 @@ type Daemon struct {
 	endRollups context.CancelFunc // stops the daily memory rollups
 	rolling    chan struct{}      // closed when they stopped
 
+	endBackups   context.CancelFunc // stops the scheduled backups
+	backingUp    chan struct{}      // closed when they stopped
+	sched        *schedule.Engine
+	book         *schedule.Book
+	runner       *runner
+	changes      *session.Subscription // changes to jobs, which wake the scheduler
+	endScheduler context.CancelFunc    // ends its planning
+	scheduling   chan struct{}         // closed when it stopped
+
 	once sync.Once
 }
 
@@ -152,6 +168,9 @@ func New(o Options) (*Daemon, error) {
 		return nil, err
 	}
 	d.count(last)
+	if err := d.newScheduler(); err != nil {
+		return nil, err
+	}
 	if cfg.Server.PushOn() {
 		if err := d.startPush(last); err != nil {
 			return nil, err
@@ -176,10 +195,16 @@ func New(o Options) (*Daemon, error) {
 		defer close(d.rolling)
 		d.rollups(rctx)
 	}()
+	bctx, cancelBackups := context.WithCancel(context.Background())
+	d.endBackups, d.backingUp = cancelBackups, make(chan struct{})
+	go func() {
+		defer close(d.backingUp)
+		d.backups(bctx)
+	}()
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
 		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp,
-		Secrets: secret.Open(o.DataDir)})
+		Secrets: secret.Open(o.DataDir), Schedules: d.book})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),
@@ -199,6 +224,7 @@ func New(o Options) (*Daemon, error) {
 	}
 	d.lock.Truncate(0)
 	fmt.Fprintf(d.lock, "pid %d %s\n", os.Getpid(), d.BaseURL())
+	d.startScheduler(last)
 	ok = true
 	return d, nil
 }
@@ -270,7 +296,7 @@ func (d *Daemon) startPush(last int64) error {
 	d.push = push.New(push.Options{Store: d.st, Keys: keys, Client: pushClient(), Log: d.log,
 		Contact: func() string { return d.rt.Config().Server.PushContact },
 		InUse:   func() bool { return d.rt.Devices().InUse(time.Now()) }})
-	d.pushed = d.rt.Subscribe("", last, push.Wanted)
+	d.pushed = d.rt.Subscribe("", last, d.pushWanted)
 	d.pushing = make(chan struct{})
 	go func() {
 		defer close(d.pushing)
@@ -366,7 +392,10 @@ func (d *Daemon) Stop() {
 		d.http.Shutdown(sctx)
 		cancel()
 		d.stopRollups()
+		d.stopBackups()
+		d.stopPlanning()
 		d.rt.Shutdown(d.o.Grace)
+		d.waitScheduler()
 		d.stopCounting()
 		d.stopPush()
 		d.st.Close()
@@ -383,9 +412,19 @@ func (d *Daemon) stopRollups() {
 	}
 }
 
+// stopBackups ends the scheduled backups (a backup midway leaves no
+// file) and waits for them.
+func (d *Daemon) stopBackups() {
+	if d.endBackups != nil {
+		d.endBackups()
+		<-d.backingUp
+	}
+}
+
 // close undoes a New that failed halfway.
 func (d *Daemon) close() {
 	d.stopRollups()
+	d.stopBackups()
 	if d.lock != nil {
 		d.lock.Close()
 	}
@@ -464,6 +503,19 @@ func lockServe(dataDir string) (*os.File, error) {
 }
 
 const serveLock = "serve.lock"
+
+// Lock takes the data dir's lock as den serve does, for a command that
+// must not run beside a den serve (den restore): it fails while one
+// runs, and none starts until release is called.
+func Lock(dataDir string) (release func(), err error) {
+	f, err := lockServe(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "pid %d\n", os.Getpid())
+	return func() { f.Close() }, nil
+}
 
 // Serving reports whether a den serve runs on dataDir, and its URL.
 func Serving(dataDir string) (bool, string) {

@@ -45,7 +45,9 @@ var allowed = map[string][]string{
 	// reads stored events and subscriptions only.
 	"webpush": {"webpush", "privfile"},
 	"push":    {"push", "webpush", "privfile", "store", "llm"},
-	"event":   {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store", "egress", "privfile", "secret"},
+	// (schedule: den-schedule's interface names its views.)
+	"event": {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store",
+		"schedule", "egress", "privfile", "secret"},
 	// The egress proxy knows the sandbox's network and den's private
 	// files, and nothing of sessions, the gate or the store: they wire it.
 	"egress": {"egress", "sandbox", "privfile", "secret"},
@@ -54,6 +56,9 @@ var allowed = map[string][]string{
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
+	// Checkpoints know folder trees and den's safe file layer, and
+	// nothing of computers, sessions or the faces.
+	"checkpoint": {"checkpoint", "hostfs"},
 	// Skills know files, and nothing of sessions, models or the sandbox.
 	"skill": {"skill", "hostfs"},
 	// den:// URLs name the computer's folders and know nothing else, so
@@ -67,6 +72,9 @@ var allowed = map[string][]string{
 	// nothing of sessions, models, permissions or the faces: those call
 	// it.
 	"browser": {"browser", "sandbox", "hostfs", "privfile"},
+	// The scheduler knows the store and nothing of sessions, models,
+	// computers or the faces: den serve gives it a Runner.
+	"schedule": {"schedule", "store", "llm"},
 }
 
 func TestBoundaries(t *testing.T) {

@@ -11,6 +11,11 @@
 // --json has always printed it and as the approval routes take it:
 // tool_call and tool_result (the call), approval_request and
 // approval_resolved (the approval).
+//
+// The scheduler's events (schedule, schedule_run, schedule_delivery)
+// have the same envelope; package schedule defines them and stores each
+// in the transaction of the change it tells of, so they do not pass
+// through Encode.
 package event
 
 import (
@@ -50,10 +55,34 @@ type QueuedMessage struct {
 	Text      string
 }
 
+// Checkpoint says den kept a checkpoint of the computer before a turn's
+// first tool call that may change it (undo): ID is the agent's
+// checkpoint, Turn the assistant message whose calls come after it.
+type Checkpoint struct {
+	ID      int
+	Turn    string
+	Entries int           // entries it holds
+	Read    int           // files read because they had changed
+	Added   int64         // bytes it added to the agent's checkpoints
+	Took    time.Duration // how long it took
+}
+
+// Restored says the computer was put back as checkpoint ID had it
+// (before turn Turn); Saved is the checkpoint of the state it replaced
+// (0: not kept). Untouched names, for people, what a restore never
+// touches (the user's folders among them).
+type Restored struct {
+	ID                      int
+	Turn                    string
+	Saved                   int
+	Added, Removed, Changed int
+	Untouched               []string
+}
+
 // Encode returns e's type and its fields as a JSON object. e is an
 // agent.Event, a host-command event (hostsvc), a permission.Event, a
-// connection of a computer (*egress.Record, "egress"),
-// *Status or *QueuedMessage; ok is false for anything else, which faces
+// connection of a computer (*egress.Record, "egress"), *Status,
+// *QueuedMessage, *Checkpoint or *Restored; ok is false for anything else, which faces
 // do not see.
 func Encode(e any) (typ string, data json.RawMessage, ok bool) {
 	v, typ := fields(e)
@@ -155,6 +184,25 @@ func fields(e any) (any, string) {
 			MessageID string `json:"message_id"`
 			Text      string `json:"text"`
 		}{e.MessageID, e.Text}, "queued"
+	case *Checkpoint:
+		return struct {
+			Checkpoint int    `json:"checkpoint"`
+			MessageID  string `json:"message_id"`
+			Entries    int    `json:"entries"`
+			Read       int    `json:"read"`
+			Added      int64  `json:"added_bytes"`
+			TookMS     int64  `json:"took_ms"`
+		}{e.ID, e.Turn, e.Entries, e.Read, e.Added, e.Took.Milliseconds()}, "checkpoint"
+	case *Restored:
+		return struct {
+			Checkpoint int      `json:"checkpoint"`
+			MessageID  string   `json:"message_id,omitempty"`
+			Saved      int      `json:"saved,omitempty"`
+			Added      int      `json:"added"`
+			Removed    int      `json:"removed"`
+			Changed    int      `json:"changed"`
+			Untouched  []string `json:"untouched"`
+		}{e.ID, e.Turn, e.Saved, e.Added, e.Removed, e.Changed, e.Untouched}, "restored"
 	case *hostsvc.OpenEvent:
 		return struct {
 			Target string `json:"target"`

@@ -29,6 +29,8 @@ func LinkNames() []string {
 		"den-open", "xdg-open", "x-www-browser", "sensible-browser", "www-browser",
 		"den-notify", "den-ask", "den-model", "den-sessions", "den-config",
 		"den-clipboard", "den-speak", "den-location", "den-camera", "den-mcp", "den-browser",
+		"den-agent",
+		"den-schedule",
 	}
 }
 

@@ -144,7 +144,7 @@ func TestSandbox(t *testing.T) {
 	if strings.Contains(lg.String(), "malformed") {
 		t.Errorf("log:\n%s", lg)
 	}
-	if n := len(hostcmd.LinkNames()); n != 16 {
+	if n := len(hostcmd.LinkNames()); n != 18 {
 		t.Errorf("%d link names", n)
 	}
 }

@@ -2,7 +2,7 @@
 // the agent's computer asks den to do on the host (open something in
 // the user's face, notify, ask the user, call a model, read other
 // sessions, read or change den's settings, use the clipboard, speak,
-// use the MCP servers the user connected).
+// use the MCP servers the user connected, schedule its own runs).
 // The transport, the JSON envelope and the permission gate are
 // elsewhere (hostcmd, permission).
 //
@@ -115,6 +115,12 @@ type Service struct {
 	// Browser is the session's web browser (den-browser); nil where the
 	// agent has none.
 	Browser Browser
+	// Agents is the session's sub-agents and the other agents
+	// (den-agent); nil where the face runs none.
+	Agents Agents
+	// Schedules is the agent's scheduled jobs (den-schedule); nil where
+	// there are none.
+	Schedules Schedules
 	// LookPath finds host programs (exec.LookPath when nil).
 	LookPath func(string) (string, error)
 }
@@ -186,6 +192,15 @@ func Commands() []Command {
 			"get_readable, screenshot, get_cookies (the values go to an env file in /den/offloads), ... (den-browser help lists them). " +
 			"A value of - is read from standard input.",
 			Parse: (*Service).parseBrowser},
+		{Name: "den-agent", Usage: "den-agent run [--profile NAME] [--agent NAME] TASK | spawn [--profile NAME] [--agent NAME] TASK\n" +
+			"den-agent status ID | wait ID [--timeout 5m] | steer ID MESSAGE | cancel ID | list | send AGENT MESSAGE\n" +
+			"  Hand a task to a sub-agent, a session of its own (run waits for its answer; spawn prints its id, and its answer joins this conversation when it ends; " +
+			"the task is read from standard input when not given), follow, steer or stop it; or send a message into another agent's inbox.",
+			Parse: (*Service).parseAgent},
+		{Name: "den-schedule", Usage: scheduleUsage + "\n" +
+			"  Schedule yourself: run a prompt in a fresh session (or --session NAME) at --cron EXPR [--tz ZONE], --every D, --at TIME or --in D; " +
+			"--verify CMD makes a run ok only if CMD exits 0 in this computer; den delivers each answer to the user. Only this agent's jobs. den-schedule add --help lists the flags.",
+			Parse: (*Service).parseSchedule},
 	}
 }
 

@@ -33,8 +33,9 @@ type Sessions interface {
 	List(ctx context.Context, agent string) ([]SessionInfo, error)
 	Search(ctx context.Context, agent, query string) ([]Hit, error)
 	Show(ctx context.Context, agent, id string) (SessionInfo, []SessionMessage, error)
-	// Send adds a message to another session of the agent, read by its
-	// next run.
+	// Send adds a message to another session, read by its next run:
+	// one of the agent's, or, marked with the agent's name, one of
+	// another agent's (whose id the caller was given).
 	Send(ctx context.Context, agent, fromSession, id, message string) error
 }
 

@@ -33,6 +33,9 @@
 // subject the page's site: browsing is allowed at every level;
 // execute_js asks under trusted and restricted; get_cookies,
 // set_cookies and upload ask under restricted.
+// den-schedule (an agent's own jobs only) is allowed under trusted,
+// but add or edit of a job with a model off the allow-list asks; under
+// restricted, list, show and history are allowed and the rest asks.
 // Calls of MCP clients (mcp-client, another agent using den through its
 // MCP server) are decided by the same table: reads are allowed; run and
 // write_file are allowed under trusted and ask under restricted; exec

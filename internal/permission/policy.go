@@ -52,6 +52,16 @@ const (
 	// its action is the browser's action, its subject the site of the
 	// page it acts on (the URL's host, or "den" for den:// files).
 	CmdBrowser = "den-browser"
+	// CmdAgent is den-agent: sub-agents (run, spawn, status, wait,
+	// steer, cancel, list) and messages to other agents (send). The
+	// subject of run and spawn is the other agent whose computer the
+	// sub-agent would run in ("" for the caller's own), that of send
+	// the agent written to.
+	CmdAgent = "den-agent"
+	// CmdSchedule is den-schedule: an agent schedules its own runs
+	// (its own jobs only; hostsvc sees to that). The subject of add and
+	// edit is the model the job asks for, when it names one.
+	CmdSchedule = "den-schedule"
 	// MCP is the command under which the gate decides and audits the
 	// calls of MCP servers' tools: action "call", subject
 	// "SERVER/TOOL". DecideMCP gives its defaults.
@@ -108,6 +118,14 @@ var defaults = map[Trust]map[string]Decision{
 		// included) asks.
 		CmdBrowser:                 Allow,
 		CmdBrowser + " execute_js": Ask,
+		// Sub-agents work for the agent in its own computer, within its
+		// trust and budget; one in another agent's computer asks (see
+		// DecideFor), as does a message to another agent.
+		CmdAgent:           Allow,
+		CmdAgent + " send": Ask,
+		// An agent schedules itself (its own jobs only); a job with a
+		// model off the allow-list asks, as den-model run does.
+		CmdSchedule: Allow,
 	},
 	Restricted: {
 		CmdOpen:                 Ask, // but http(s) URLs are allowed: see Decide
@@ -142,6 +160,17 @@ var defaults = map[Trust]map[string]Decision{
 		CmdBrowser + " get_cookies": Ask,
 		CmdBrowser + " set_cookies": Ask,
 		CmdBrowser + " upload":      Ask,
+		// Starting a sub-agent spends the user's money: it asks.
+		CmdAgent:            Allow,
+		CmdAgent + " run":   Ask,
+		CmdAgent + " spawn": Ask,
+		CmdAgent + " send":  Ask,
+		// Reading its jobs is allowed; making, changing or running one
+		// asks.
+		CmdSchedule:              Ask,
+		CmdSchedule + " list":    Allow,
+		CmdSchedule + " show":    Allow,
+		CmdSchedule + " history": Allow,
 	},
 }
 
@@ -179,6 +208,8 @@ func (p Policy) Decide(cmd, action string) Decision {
 //     the allow-list, and Ask (trusted) or Deny (restricted) for others;
 //   - under restricted den-open allows http and https URLs and asks for
 //     anything else (files, other schemes);
+//   - den-agent run and spawn ask when the sub-agent would run in
+//     another agent's computer;
 //   - commands and actions the table does not know ask.
 //
 // One default holds under full too: mcp-client exec asks. An agent's
@@ -205,8 +236,15 @@ func (p Policy) DecideFor(cmd, action, subject string) Decision {
 	if cmd == CmdModel && action == "run" {
 		return p.modelRun(trust, subject)
 	}
+	if cmd == CmdSchedule && (action == "add" || action == "edit") && trust == Trusted && subject != "" && !p.ModelAllowed(subject) &&
+		!isJobID(subject) {
+		return Ask
+	}
 	if cmd == CmdOpen && trust == Restricted && isWebURL(subject) {
 		return Allow
+	}
+	if cmd == CmdAgent && (action == "run" || action == "spawn") && subject != "" {
+		return Ask // in another agent's computer
 	}
 	table := defaults[trust]
 	if d, ok := table[key(cmd, action)]; ok {
@@ -251,6 +289,20 @@ func key(cmd, action string) string {
 		return cmd
 	}
 	return cmd + " " + action
+}
+
+// isJobID reports whether s is a scheduled job's id (den-schedule
+// edit's subject when it names no model).
+func isJobID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // isWebURL reports whether s is an absolute http or https URL with a

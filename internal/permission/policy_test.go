@@ -35,6 +35,14 @@ func TestPolicyDefaults(t *testing.T) {
 		{CmdMCP, "list", "", Allow, Allow},
 		{CmdMCP, "call", "", Allow, Allow},
 		{CmdMCP, "read", "", Ask, Allow},
+		{CmdSchedule, "list", "", Allow, Allow},
+		{CmdSchedule, "history", "3", Allow, Allow},
+		{CmdSchedule, "add", "", Ask, Allow},
+		{CmdSchedule, "add", "openai/gpt-5-mini", Ask, Allow},
+		{CmdSchedule, "add", "anthropic/claude-opus-4-1", Ask, Ask},
+		{CmdSchedule, "edit", "3", Ask, Allow},
+		{CmdSchedule, "rm", "3", Ask, Allow},
+		{CmdSchedule, "run", "3", Ask, Allow},
 		{"den-unknown", "", "", Ask, Ask},
 		{CmdSessions, "delete", "", Ask, Ask}, // an action the table does not know
 	}

@@ -18,6 +18,9 @@ const (
 	KindDone     = "done"
 	KindError    = "error"
 	KindTest     = "test"
+	// KindSchedule is a scheduled job's message: its answer, its
+	// failure, or its missed runs.
+	KindSchedule = "schedule"
 )
 
 // Limits of a notification's texts, in characters, before the payload

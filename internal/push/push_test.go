@@ -318,6 +318,36 @@ func TestTest(t *testing.T) {
 	}
 }
 
+// TestSendSkips: Send waits for each browser it sends to and says how
+// each went; the browsers skip names get nothing (a retry of the
+// scheduler's delivery reaches only the ones that failed).
+func TestSendSkips(t *testing.T) {
+	f := newFixture(t, "mailto:me@example.org")
+	reached := f.subscribe(t, "")
+	failing := f.subscribe(t, "")
+	failing.Answer(webpushtest.Answer{Status: 403, Body: `{"reason":"BadJwtToken"}`})
+	n := Notification{Title: "Morning digest", Body: "news", Tag: "schedule-1", Kind: KindSchedule}
+	res, err := f.p.Send(context.Background(), n, func(endpoint string) bool { return endpoint == reached.Endpoint })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Endpoint != failing.Endpoint || res[0].Err == nil || res[0].Host() != strings.TrimPrefix(f.svc.URL, "https://") {
+		t.Fatalf("sent %+v", res)
+	}
+	select {
+	case r := <-reached.Received():
+		t.Errorf("a skipped browser got %q", r.Payload)
+	default:
+	}
+	res, err = f.p.Send(context.Background(), n, nil)
+	if err != nil || len(res) != 2 || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("sent %+v %v", res, err)
+	}
+	if p, _ := next(t, reached); p["title"] != "Morning digest" || p["kind"] != "schedule" {
+		t.Errorf("payload %v", p)
+	}
+}
+
 // TestPayloadFits: however long the texts, the payload is a JSON object
 // that fits a push message, the body cut with "…".
 func TestPayloadFits(t *testing.T) {

@@ -238,29 +238,61 @@ type Failure struct {
 // for each, and returns how many push services took it and why the
 // others did not.
 func (s *Service) Test(ctx context.Context) (sent int, failed []Failure, err error) {
-	subs, err := s.o.Store.PushSubscriptions(ctx)
+	res, err := s.Send(ctx, Notification{Title: "den", Body: "Notifications reach this device.", Tag: "test", Kind: KindTest,
+		Urgency: webpush.Normal, TTL: time.Hour}, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	n := Notification{Title: "den", Body: "Notifications reach this device.", Tag: "test", Kind: KindTest, Urgency: webpush.Normal, TTL: time.Hour}
-	errs := make([]error, len(subs))
-	var wg sync.WaitGroup
-	for i, sub := range subs {
-		wg.Go(func() { errs[i] = s.send(ctx, sub, n) })
-	}
-	wg.Wait()
 	failed = []Failure{}
-	for i, err := range errs {
+	for _, r := range res {
 		switch {
-		case err == nil:
+		case r.Err == nil:
 			sent++
-		case errors.Is(err, webpush.ErrGone):
-			failed = append(failed, Failure{hostOf(subs[i].Endpoint), "the push service says this subscription is gone; den forgot it"})
+		case errors.Is(r.Err, webpush.ErrGone):
+			failed = append(failed, Failure{hostOf(r.Endpoint), "the push service says this subscription is gone; den forgot it"})
 		default:
-			failed = append(failed, Failure{hostOf(subs[i].Endpoint), err.Error()})
+			failed = append(failed, Failure{hostOf(r.Endpoint), r.Err.Error()})
 		}
 	}
 	return sent, failed, nil
+}
+
+// Sent is what sending to one subscription came to: nil, or why its
+// push service did not take the message (webpush.ErrGone: the
+// subscription is gone, and den forgot it).
+type Sent struct {
+	Endpoint string
+	Err      error
+}
+
+// Host is the push service's host, which logs and answers name rather
+// than the endpoint.
+func (r Sent) Host() string { return hostOf(r.Endpoint) }
+
+// Send sends n now to every subscription but those skip names, beside
+// the queues, waiting for each (within SendTimeout, the sender's
+// retries included). It is for messages whose delivery is tracked (the
+// scheduler's, which skips the browsers an earlier attempt reached):
+// Handle never waits.
+func (s *Service) Send(ctx context.Context, n Notification, skip func(endpoint string) bool) ([]Sent, error) {
+	subs, err := s.o.Store.PushSubscriptions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var to []store.PushSubscription
+	for _, sub := range subs {
+		if skip == nil || !skip(sub.Endpoint) {
+			to = append(to, sub)
+		}
+	}
+	out := make([]Sent, len(to))
+	var wg sync.WaitGroup
+	for i, sub := range to {
+		out[i].Endpoint = sub.Endpoint
+		wg.Go(func() { out[i].Err = s.send(ctx, sub, n) })
+	}
+	wg.Wait()
+	return out, nil
 }
 
 // Close cancels the sends in flight, drops what is queued and waits for

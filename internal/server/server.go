@@ -15,10 +15,13 @@ import (
 	"net/http"
 	"strings"
 
+	"den.dev/den/internal/checkpoint"
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/mcpserver"
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/secret"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/browserview"
@@ -60,6 +63,9 @@ type Options struct {
 	// Secrets, when set, are the secrets the secrets routes list and
 	// change (never showing a value); they are 404 without it.
 	Secrets *secret.Store
+	// Schedules, when set, answers the schedule routes; they are 404
+	// without it.
+	Schedules *schedule.Book
 }
 
 // Server answers den's API.
@@ -145,6 +151,12 @@ func (s *Server) Routes() []Route {
 		{"PATCH", "/api/v1/sessions/{id}", false, s.patchSession},
 		{"POST", "/api/v1/sessions/{id}/messages", false, s.postMessage},
 		{"POST", "/api/v1/sessions/{id}/cancel", false, s.cancel},
+		{"GET", "/api/v1/sessions/{id}/subagents", false, s.listSubagents},
+		{"POST", "/api/v1/sessions/{id}/subagents", false, s.startSubagent},
+		{"GET", "/api/v1/sessions/{id}/subagents/{sub}", false, s.getSubagent},
+		{"POST", "/api/v1/sessions/{id}/subagents/{sub}/messages", false, s.steerSubagent},
+		{"POST", "/api/v1/sessions/{id}/subagents/{sub}/cancel", false, s.cancelSubagent},
+		{"POST", "/api/v1/agents/{name}/inbox", false, s.sendToInbox},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/regenerate", false, s.regenerate},
 		{"POST", "/api/v1/sessions/{id}/messages/{message_id}/edit", false, s.edit},
 		{"POST", "/api/v1/sessions/{id}/branch", false, s.switchBranch},
@@ -162,6 +174,9 @@ func (s *Server) Routes() []Route {
 		{"DELETE", "/api/v1/rules", false, s.deleteRule},
 		{"GET", "/api/v1/sessions/{id}/terminal", false, s.term.Serve},
 		{"GET", "/api/v1/sessions/{id}/browser", false, s.browserState},
+		{"GET", "/api/v1/sessions/{id}/checkpoints", false, s.listCheckpoints},
+		{"GET", "/api/v1/sessions/{id}/checkpoints/{checkpoint}/changes", false, s.checkpointChanges},
+		{"POST", "/api/v1/sessions/{id}/checkpoints/{checkpoint}/restore", false, s.restoreCheckpoint},
 		{"GET", "/api/v1/sessions/{id}/browser/screencast", false, s.browserScreencast},
 		{"POST", "/api/v1/device/{id}", false, s.deviceAnswer},
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
@@ -178,6 +193,14 @@ func (s *Server) Routes() []Route {
 		{"DELETE", "/api/v1/push/subscriptions", false, s.unsubscribePush},
 		{"POST", "/api/v1/push/test", false, s.testPush},
 		{"POST", "/api/v1/token/rotate", false, s.rotateToken},
+		{"GET", "/api/v1/schedules", false, s.listSchedules},
+		{"POST", "/api/v1/schedules", false, s.addSchedule},
+		{"GET", "/api/v1/schedules/runs", false, s.scheduleRuns},
+		{"GET", "/api/v1/schedules/{id}", false, s.getSchedule},
+		{"PATCH", "/api/v1/schedules/{id}", false, s.editSchedule},
+		{"DELETE", "/api/v1/schedules/{id}", false, s.deleteSchedule},
+		{"GET", "/api/v1/schedules/{id}/runs", false, s.scheduleRuns},
+		{"POST", "/api/v1/schedules/{id}/{action}", false, s.scheduleAction},
 		{"POST", "/v1/chat/completions", false, plain(s.chat.ChatCompletions)},
 		{"GET", "/v1/models", false, plain(s.chat.Models)},
 		{"GET", "/metrics", false, s.metrics},
@@ -275,7 +298,7 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, config.ErrNotEditable):
 		return &apiError{http.StatusConflict, "not_editable", err.Error()}
-	case errors.Is(err, session.ErrBadOptions), errors.Is(err, config.ErrInvalid),
+	case errors.Is(err, session.ErrBadOptions), errors.Is(err, schedule.ErrBadParams), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, store.ErrAnswered):
@@ -284,8 +307,18 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusGone, "expired", err.Error()}
 	case errors.Is(err, store.ErrSessionBusy):
 		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, session.ErrNoCheckpoint), errors.Is(err, checkpoint.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, computer.ErrInUse):
+		return &apiError{http.StatusConflict, "in_use", err.Error()}
+	case errors.Is(err, checkpoint.ErrTooLarge):
+		return &apiError{http.StatusConflict, "too_large", err.Error()}
+	case errors.Is(err, checkpoint.ErrDamaged), errors.Is(err, checkpoint.ErrTree):
+		return &apiError{http.StatusConflict, "damaged", err.Error()}
 	case errors.Is(err, auth.ErrTokenFromEnv):
 		return &apiError{http.StatusConflict, "token_from_env", "den's token comes from DEN_TOKEN in its environment: change it there and restart den serve"}
+	case errors.Is(err, session.ErrSubagentLimit):
+		return &apiError{http.StatusTooManyRequests, "limit_reached", err.Error()}
 	case errors.Is(err, session.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", "den is shutting down"}
 	}

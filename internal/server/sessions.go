@@ -39,6 +39,10 @@ type sessionJSON struct {
 	Updated time.Time `json:"updated"`
 	Head    string    `json:"head,omitempty"`
 	Usage   usageJSON `json:"usage"`
+	// Parent is the session that started this one as a sub-agent, with
+	// Profile.
+	Parent  string `json:"parent,omitempty"`
+	Profile string `json:"profile,omitempty"`
 }
 
 type usageJSON struct {
@@ -60,7 +64,8 @@ func (s *Server) sessionOf(sess store.Session) sessionJSON {
 		status = "idle"
 	}
 	return sessionJSON{ID: sess.ID, Agent: sess.Agent, Title: sess.Title, Model: sess.Model, Status: status,
-		Running: s.rt.Running(sess.ID), Created: sess.Created, Updated: sess.Updated, Head: sess.Head, Usage: usageOf(sess.Usage)}
+		Running: s.rt.Running(sess.ID), Created: sess.Created, Updated: sess.Updated, Head: sess.Head, Usage: usageOf(sess.Usage),
+		Parent: sess.Parent, Profile: sess.Profile}
 }
 
 // agentJSON is an agent's settings as the API shows them: what the

@@ -42,6 +42,23 @@
 // prompt when it is sent (beside "/SKILL"); den-mcp reaches the same
 // servers from the computer.
 //
+// # Sub-agents
+//
+// A session may start sub-agents (Spawn, RunSubagent; den-agent in the
+// computer): sessions of their own with a parent and a profile of the
+// config, whose trust is never above the parent's and whose tools are
+// the profile's allow-list. A parent runs at most [subagents]
+// max_running at once, nested at most max_depth deep. Every run counts
+// its sub-agents' spending (the store's sums over the session's
+// descendants) against its budget, and a sub-agent asks its parents'
+// budgets before each request. A spawned sub-agent's answer is sent to
+// its parent as a message when its worker ends, unless someone waits
+// for it; a parent's worker whose run ended with such answers still to
+// come waits for them (and stops waiting when its turn is canceled,
+// which cancels its sub-agents too). What the runtime knows of its
+// sub-agents (who reports, who waits, each run's budget) lives in this
+// process; the store keeps the parent, the profile and the usage.
+//
 // # Recovery
 //
 // A watching runtime (the daemon) repairs, once a second, sessions a

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,6 +66,11 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	if r.o.Devices {
 		faces.Device = r.devices.Request
 	}
+	su, err := r.setupOf(ctx, sess)
+	if err != nil {
+		return nil, err
+	}
+	faces.Policy, faces.Agents = su.policy, hostAgents{r: r}
 	host, gate, policy, stop, err := HostCommands(r.o.DataDir, r.Config(), r.st, comp, sess.Agent, sess.ID, o, faces, hostMCP{e}, r.hostBrowserOf(e))
 	if err != nil {
 		return nil, err
@@ -161,7 +167,11 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 			return agent.Config{}, err
 		}
 	}
-	budget, err := parseBudgets(opts.Budget, opts.SessionBudget, sess)
+	su, err := r.setupOf(ctx, sess)
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	budget, err := r.subagentsBudget(ctx, sess, opts, su)
 	if err != nil {
 		return agent.Config{}, fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
@@ -202,13 +212,20 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		Features: agent.Features{HostCommands: e.opts.Host != nil, Memory: remember, Skills: true, Browser: e.hasBrowser()},
 	}, instructions, now)
 	sections := []agent.Section{{Name: agent.PartSystem, Text: base}}
+	if p := r.subagentPrompt(sess, su); p != "" {
+		sections = append(sections, agent.Section{Name: "subagents", Text: p})
+	}
 	if p := r.skillsPrompt(e.skills, sess.ID, targets[0].Info.ContextWindow, now); p != "" {
 		sections = append(sections, agent.Section{Name: "skills", Text: p})
 	}
 	if ctxFiles := contextFiles(e.files, e.opts.Mounts); ctxFiles != "" {
 		sections = append(sections, agent.Section{Name: "context_files", Text: ctxFiles})
 	}
-	mcpTools, mcpPrompt := r.mcpOffer(ctx, e, sess.ID, targets[0].Info.ContextWindow)
+	var mcpTools *mcpTools
+	var mcpPrompt string
+	if su.allows("mcp") {
+		mcpTools, mcpPrompt = r.mcpOffer(ctx, e, sess.ID, targets[0].Info.ContextWindow)
+	}
 	if mcpPrompt != "" {
 		sections = append(sections, agent.Section{Name: "mcp", Text: mcpPrompt})
 	}
@@ -225,9 +242,13 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		}
 	}
 	system := joinSections(sections)
-	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hiddenTools(remember), skills: e.skills,
+	hidden := su.hidden(specNames(e.reg.Specs()))
+	for n := range hiddenTools(remember) {
+		hidden[n] = true
+	}
+	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hidden, skills: e.skills,
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted,
-		denials: e.denials}
+		checkpoint: r.checkpointer(e), denials: e.denials}
 	id := sess.ID
 	return agent.Config{
 		Model:     chain,
@@ -239,7 +260,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 		Sections:  sections,
 		Context: contextFor(r.st, id, filepath.Join(e.comp.SessionDir(id), "offloads"), computerOwner(e.comp), targets[0], chain,
 			system, tools.Specs(), onCompact),
-		MaxTurns: opts.MaxTurns,
+		MaxTurns: cmp.Or(opts.MaxTurns, su.profile.MaxTurns),
 		Halt:     r.halting.Load,
 		Thinking: opts.Thinking,
 		Budget:   budget,

@@ -14,6 +14,7 @@ import (
 	"den.dev/den/internal/models"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/store"
 )
 
@@ -28,6 +29,12 @@ type Faces struct {
 	// Device reaches the user's connected browsers; nil where there are
 	// none to reach.
 	Device hostsvc.Device
+	// Agents starts and follows the session's sub-agents and reaches
+	// other agents (den-agent); nil where the face runs none.
+	Agents hostsvc.Agents
+	// Policy, when set, narrows the agent's policy for the session (a
+	// sub-agent's trust and tool allow-list).
+	Policy func(permission.Policy) permission.Policy
 }
 
 // HostCommands builds the host commands of one session: the gate with
@@ -43,6 +50,9 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 	policy, err = permission.ParsePolicy(ac.Trust, ac.Permissions, ac.AllowedModels)
 	if err != nil {
 		return nil, nil, policy, nil, fmt.Errorf("config: agents.%s: %w", agentName, err)
+	}
+	if faces.Policy != nil {
+		policy = faces.Policy(policy)
 	}
 	shim, err := hostcmd.ShimPath(dataDir)
 	if err != nil {
@@ -64,6 +74,10 @@ func HostCommands(dataDir string, cfg *config.Config, st *store.Store, comp *com
 		Device:      faces.Device,
 		MCP:         mcp,
 		Browser:     browser,
+		Agents:      faces.Agents,
+		// den serve's scheduler learns of a change from the event the
+		// book stores with it.
+		Schedules: &schedule.Book{Store: st},
 	}
 	var files hostsvc.GuestFS
 	if files, svc.Owner, err = guestFS(comp, session, o); err != nil {

@@ -71,14 +71,23 @@ func (h hostSessions) Search(ctx context.Context, agent, q string) ([]hostsvc.Hi
 }
 
 // Send queues a message, marked as coming from this session, for
-// another session of the agent: it joins that session's conversation at
-// its next turn boundary (the running turn's end, or its next run),
-// never in the middle of a turn.
+// another session (of this agent, or of another agent: then the
+// message also names this agent): it joins that session's conversation
+// at its next turn boundary (the running turn's end, or its next run),
+// never in the middle of a turn. The gate asks before every send.
 func (h hostSessions) Send(ctx context.Context, agent, from, id, message string) error {
-	if _, err := h.own(ctx, agent, id); err != nil {
+	s, err := h.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no session %q", id)
+	}
+	if err != nil {
 		return err
 	}
-	_, err := h.st.Enqueue(ctx, id, from, message)
+	q := store.Queued{Session: id, FromSession: from, Text: message}
+	if s.Agent != agent {
+		q.FromAgent = agent
+	}
+	_, err = h.st.EnqueueMessage(ctx, q)
 	return err
 }
 

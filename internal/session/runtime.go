@@ -116,6 +116,7 @@ type Runtime struct {
 
 	devices *Devices // the browsers host commands reach (Options.Devices)
 	web     browsers // the agents' own web browsers
+	subs    subagents
 
 	mu      sync.Mutex
 	live    map[string]*live
@@ -134,6 +135,7 @@ type live struct {
 	eng     *engine
 	idle    *time.Timer
 	done    []chan Outcome // senders waiting for the worker to end
+	wake    chan struct{}  // a worker waiting for its sub-agents looks again
 	waiting int            // approvals pending
 	modeMu  sync.Mutex
 	approve permission.Mode
@@ -194,6 +196,9 @@ type Message struct {
 	// Parts, when set, are the message (text and attachments); Text is
 	// then how it reads in a list.
 	Parts []llm.Part
+	// From is the session that sends it ("" for a person): a parent
+	// steering its sub-agent, a sub-agent's answer.
+	From string
 }
 
 // Sent is a message accepted: the id it has (or will have, once
@@ -276,6 +281,7 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 			l.opts = opts
 			l.done = append(l.done, done)
 			r.mu.Unlock()
+			r.wake(sessionID)
 			r.emit(sessionID, &event.QueuedMessage{MessageID: q.MessageID, Text: m.Text})
 			return Sent{MessageID: q.MessageID, Queued: true, Done: done}, nil
 		}
@@ -305,7 +311,7 @@ func (r *Runtime) enqueue(ctx context.Context, sess store.Session, m Message) (s
 			return store.Queued{}, err
 		}
 	}
-	return r.st.EnqueueMessage(ctx, store.Queued{Session: sess.ID, Text: m.Text, Parts: m.Parts})
+	return r.st.EnqueueMessage(ctx, store.Queued{Session: sess.ID, Text: m.Text, Parts: m.Parts, FromSession: m.From})
 }
 
 // load returns the session's live state, making it.
@@ -317,7 +323,7 @@ func (r *Runtime) load(id string) (*live, error) {
 	}
 	l := r.live[id]
 	if l == nil {
-		l = &live{id: id}
+		l = &live{id: id, wake: make(chan struct{}, 1)}
 		r.live[id] = l
 	}
 	r.stopIdle(l)
@@ -356,6 +362,9 @@ func (r *Runtime) work(ctx context.Context, l *live, lock *store.SessionLock) {
 		if ran {
 			out = Outcome{Result: res, Err: err}
 		}
+		if ran && err == nil {
+			r.awaitSubagents(ctx, l)
+		}
 		r.mu.Lock()
 		again := l.kicked && ctx.Err() == nil && !errors.Is(err, ErrBadOptions) && !r.halting.Load()
 		if !again {
@@ -368,6 +377,7 @@ func (r *Runtime) work(ctx context.Context, l *live, lock *store.SessionLock) {
 			for _, w := range waiters {
 				w <- out
 			}
+			r.subagentEnded(l.id, out)
 			return
 		}
 		r.mu.Unlock()
@@ -458,6 +468,10 @@ func (r *Runtime) finish(id string, res agent.Result, err error) {
 		r.emit(id, &event.Status{Status: event.Error, Detail: err.Error()})
 	default:
 		r.emit(id, &agent.DoneEvent{Stop: res.Stop, Text: res.Text})
+		if n := r.pendingReports(id); n > 0 {
+			r.emit(id, &event.Status{Status: event.Running, Detail: fmt.Sprintf("waiting for %d sub-agent(s)", n)})
+			return
+		}
 		r.emit(id, &event.Status{Status: event.Idle})
 	}
 }
@@ -497,17 +511,19 @@ func (r *Runtime) stopIdle(l *live) {
 	l.idle = nil
 }
 
-// Cancel stops the session's running turn. Messages queued behind it
-// still run. It reports whether a turn was running in this process.
+// Cancel stops the session's running turn, and the sub-agents it
+// started here. Messages queued behind it still run. It reports
+// whether a turn was running in this process.
 func (r *Runtime) Cancel(sessionID string) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	l := r.live[sessionID]
-	if l == nil || l.cancel == nil {
-		return false
+	running := l != nil && l.cancel != nil
+	if running {
+		l.cancel()
 	}
-	l.cancel()
-	return true
+	r.mu.Unlock()
+	r.cancelSubagents(sessionID)
+	return running
 }
 
 // Running reports whether a turn of the session runs in this process.
@@ -820,13 +836,24 @@ func (r *Runtime) ModelRef(sess store.Session, override string) (string, error) 
 	return ts[0].Ref, nil
 }
 
-// Delete removes a session: its running turn is stopped (a turn in
-// another den process makes it fail with store.ErrSessionBusy), its
-// computer's session stopped, its record and its folders removed.
+// Delete removes a session with its sub-agents: its running turn is
+// stopped (a turn in another den process makes it fail with
+// store.ErrSessionBusy), its computer's session stopped, its record
+// and its folders removed.
 func (r *Runtime) Delete(ctx context.Context, sessionID string) error {
 	sess, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return err
+	}
+	// Its sub-agents go with it.
+	kids, err := r.st.Subagents(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, k := range kids {
+		if err := r.Delete(ctx, k.ID); err != nil {
+			return err
+		}
 	}
 	r.mu.Lock()
 	l := r.live[sessionID]

@@ -29,7 +29,8 @@ type registryTools struct {
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
 	restricted bool
-	denials    *denials // connections den refused the computer
+	denials    *denials      // connections den refused the computer
+	checkpoint *checkpointer // nil: no checkpoints
 }
 
 func (r *registryTools) Specs() []llm.Tool {
@@ -94,6 +95,9 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 	env := *r.env
 	env.Output = o.Output
 	env.Message = o.MessageID
+	if r.checkpoint != nil && r.mayChange(c) {
+		r.checkpoint.before(ctx, o.MessageID)
+	}
 	noteSkillRead(r.skills, c)
 	mark := r.denials.mark()
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
@@ -106,6 +110,9 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 }
 
 func (r *registryTools) call(ctx context.Context, env *tool.Env, c *llm.ToolCall, concurrent bool) (llm.ToolResult, *int) {
+	if r.hidden[c.Name] {
+		return llm.ToolResult{IsError: true, Content: []llm.Part{&llm.Text{Text: fmt.Sprintf("there is no tool %q here: use the tools you were given", c.Name)}}}, nil
+	}
 	if r.mcp.has(c) {
 		// The gate and the audit are the MCP tool's own (mcpclient).
 		res, exit, _ := r.mcp.reg.Run(ctx, env, *c, concurrent)

@@ -3,7 +3,6 @@ package session
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -15,38 +14,8 @@ import (
 	"den.dev/den/internal/store"
 )
 
-// parseBudget reads "0.50", "$2" or "2usd" as dollars, and "200k tokens",
-// "1.5m tok" or "50000t" as tokens.
-func parseBudget(s string) (usd float64, tokens int64, err error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
-		return 0, 0, nil
-	}
-	bad := fmt.Errorf("budget %q: want dollars (0.50, $2) or tokens (200k tokens)", s)
-	for _, suf := range []string{"tokens", "token", "tok", "t"} {
-		if rest, ok := strings.CutSuffix(t, suf); ok {
-			rest = strings.TrimSpace(rest)
-			mult := 1.0
-			switch {
-			case strings.HasSuffix(rest, "k"):
-				mult, rest = 1e3, strings.TrimSuffix(rest, "k")
-			case strings.HasSuffix(rest, "m"):
-				mult, rest = 1e6, strings.TrimSuffix(rest, "m")
-			}
-			n, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
-			if err != nil || n <= 0 {
-				return 0, 0, bad
-			}
-			return 0, int64(n * mult), nil
-		}
-	}
-	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(t, "$"), "usd"))
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || v <= 0 {
-		return 0, 0, bad
-	}
-	return v, 0, nil
-}
+// parseBudget reads a budget (config.ParseBudget).
+func parseBudget(s string) (usd float64, tokens int64, err error) { return config.ParseBudget(s) }
 
 // parseBudgets combines the run and session budgets: the tighter limit
 // of each kind wins, a session budget counting what the session spent.

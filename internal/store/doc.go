@@ -31,6 +31,20 @@
 //	            waited_us, duration_us)
 //	push_subscriptions (endpoint PK, p256dh, auth, user_agent, origin,
 //	            created_at, last_success, failures)
+//	schedules  (id PK, agent, name, kind cron|every|at, spec, tz, anchor,
+//	            prompt, session, session_id, model, budget, max_turns,
+//	            verify, deliver, speak, approvals, misfire, grace, jitter,
+//	            retries, paused, created_by, created_at, updated_at,
+//	            accounted, next_due)
+//	schedule_runs (id PK, schedule_id → schedules ON DELETE CASCADE,
+//	            slot, attempt, due, cause, status, reason, started, ended,
+//	            session_id, cost_micro_usd, answer, retry_at,
+//	            delivery_id → schedule_deliveries, owner;
+//	            UNIQUE (schedule_id, slot, attempt): the claim of a slot)
+//	schedule_deliveries (id PK, schedule_id → schedules, kind, title,
+//	            body, session_id, speak, status pending|delivered|failed,
+//	            attempts, next_attempt, detail, error, reached,
+//	            created_at, delivered_at)
 //
 // Times are Unix nanoseconds (INTEGER), money is integer micro-dollars
 // (sums are exact), tables are STRICT. Ids are 20 characters of
@@ -91,4 +105,9 @@
 // writes queue on the Store, in order; between processes SQLite's busy
 // handler arbitrates. No write transaction waits on anything but the
 // database.
+//
+// Snapshot copies the file for a backup with VACUUM INTO while others
+// read and write it: the copy is one read transaction's view, so it
+// holds every transaction committed before the copy began, whole, and
+// nothing after.
 package store

@@ -15,6 +15,7 @@ type Queued struct {
 	ID          int64
 	Session     string
 	FromSession string // the session that sent it, "" for a person
+	FromAgent   string // that session's agent, when it is another agent's
 	Text        string
 	// Parts, when set, are the message's parts (text and attachments);
 	// otherwise the message is its Text.
@@ -52,8 +53,8 @@ func (s *Store) EnqueueMessage(ctx context.Context, q Queued) (Queued, error) {
 		}
 		t := now()
 		q.MessageID = newID(fromNanos(t))
-		res, err := tx.ExecContext(ctx, `INSERT INTO queue (session_id, from_session, text, parts, message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-			q.Session, q.FromSession, q.Text, parts, q.MessageID, t)
+		res, err := tx.ExecContext(ctx, `INSERT INTO queue (session_id, from_session, from_agent, text, parts, message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			q.Session, q.FromSession, q.FromAgent, q.Text, parts, q.MessageID, t)
 		if err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func deliverQueued(ctx context.Context, tx *sql.Tx, sessionID string) ([]Queued,
 
 // queued reads a session's queue, oldest first.
 func queued(ctx context.Context, tx *sql.Tx, sessionID string) ([]Queued, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, from_session, text, parts, message_id, created_at FROM queue WHERE session_id = ? ORDER BY id`, sessionID)
+	rows, err := tx.QueryContext(ctx, `SELECT id, from_session, from_agent, text, parts, message_id, created_at FROM queue WHERE session_id = ? ORDER BY id`, sessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +144,7 @@ func queued(ctx context.Context, tx *sql.Tx, sessionID string) ([]Queued, error)
 		q := Queued{Session: sessionID}
 		var t int64
 		var parts, msgID sql.NullString
-		if err := rows.Scan(&q.ID, &q.FromSession, &q.Text, &parts, &msgID, &t); err != nil {
+		if err := rows.Scan(&q.ID, &q.FromSession, &q.FromAgent, &q.Text, &parts, &msgID, &t); err != nil {
 			return nil, err
 		}
 		if parts.Valid {
@@ -162,7 +163,15 @@ func QueuedText(q Queued) string {
 	if q.FromSession == "" {
 		return q.Text
 	}
-	return fmt.Sprintf("[message from session %s]\n%s", q.FromSession, q.Text)
+	return fromLine(q) + "\n" + q.Text
+}
+
+// fromLine says where a queued message came from.
+func fromLine(q Queued) string {
+	if q.FromAgent != "" {
+		return fmt.Sprintf("[message from agent %s, session %s]", q.FromAgent, q.FromSession)
+	}
+	return fmt.Sprintf("[message from session %s]", q.FromSession)
 }
 
 // message is q as the user message it becomes.
@@ -172,7 +181,7 @@ func (q Queued) message() llm.Message {
 	}
 	parts := append([]llm.Part(nil), q.Parts...)
 	if q.FromSession != "" {
-		parts = append([]llm.Part{&llm.Text{Text: fmt.Sprintf("[message from session %s]", q.FromSession)}}, parts...)
+		parts = append([]llm.Part{&llm.Text{Text: fromLine(q)}}, parts...)
 	}
 	return llm.Message{Role: llm.User, Parts: parts}
 }

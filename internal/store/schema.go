@@ -281,6 +281,95 @@ ALTER TABLE sessions ADD COLUMN memory INTEGER CHECK (memory IS NULL OR memory I
 	`
 ALTER TABLE usage ADD COLUMN breakdown TEXT CHECK (breakdown IS NULL OR json_valid(breakdown));
 `,
+	// 11: sub-agents and inboxes. A sub-agent is a session with a
+	// parent (the session that started it; it goes with its parent) and
+	// the profile it runs with. An agent's inbox is the session that
+	// messages from other agents join; a queued message says which
+	// agent sent it.
+	`
+ALTER TABLE sessions ADD COLUMN parent TEXT;
+ALTER TABLE sessions ADD COLUMN profile TEXT NOT NULL DEFAULT '';
+CREATE INDEX sessions_by_parent ON sessions(parent, created_at) WHERE parent IS NOT NULL;
+ALTER TABLE agents ADD COLUMN inbox TEXT;
+ALTER TABLE queue ADD COLUMN from_agent TEXT NOT NULL DEFAULT '';
+`,
+	// 12: schedules (see schedules.go): the jobs, a row per run or
+	// accounted slot, unique on (job, slot, attempt), and the
+	// deliveries of what runs ended with.
+	`
+CREATE TABLE schedules (
+	id          INTEGER PRIMARY KEY AUTOINCREMENT,
+	agent       TEXT NOT NULL CHECK (agent <> ''),
+	name        TEXT NOT NULL DEFAULT '',
+	kind        TEXT NOT NULL CHECK (kind IN ('cron', 'every', 'at')),
+	spec        TEXT NOT NULL CHECK (spec <> ''),
+	tz          TEXT NOT NULL DEFAULT '',
+	anchor      INTEGER NOT NULL DEFAULT 0,
+	prompt      TEXT NOT NULL CHECK (prompt <> ''),
+	session     TEXT NOT NULL DEFAULT '',
+	session_id  TEXT NOT NULL DEFAULT '',
+	model       TEXT NOT NULL DEFAULT '',
+	budget      TEXT NOT NULL DEFAULT '',
+	max_turns   INTEGER NOT NULL DEFAULT 0 CHECK (max_turns >= 0),
+	verify      TEXT NOT NULL DEFAULT '',
+	deliver     TEXT NOT NULL CHECK (deliver IN ('notify', 'none')),
+	speak       INTEGER NOT NULL DEFAULT 0 CHECK (speak IN (0, 1)),
+	approvals   TEXT NOT NULL CHECK (approvals IN ('deny', 'wait')),
+	misfire     TEXT NOT NULL CHECK (misfire IN ('run-once', 'run-all', 'skip')),
+	grace       INTEGER NOT NULL CHECK (grace >= 0),
+	jitter      INTEGER NOT NULL CHECK (jitter >= 0),
+	retries     INTEGER NOT NULL CHECK (retries >= 0),
+	paused      INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+	created_by  TEXT NOT NULL DEFAULT '',
+	created_at  INTEGER NOT NULL,
+	updated_at  INTEGER NOT NULL,
+	accounted   INTEGER NOT NULL,
+	next_due    INTEGER
+) STRICT;
+CREATE INDEX schedules_by_agent ON schedules(agent, id);
+CREATE INDEX schedules_due ON schedules(next_due) WHERE paused = 0 AND next_due IS NOT NULL;
+
+CREATE TABLE schedule_deliveries (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	schedule_id  INTEGER NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+	kind         TEXT NOT NULL CHECK (kind IN ('result', 'failure', 'missed')),
+	title        TEXT NOT NULL,
+	body         TEXT NOT NULL,
+	session_id   TEXT NOT NULL DEFAULT '',
+	speak        INTEGER NOT NULL DEFAULT 0 CHECK (speak IN (0, 1)),
+	status       TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+	attempts     INTEGER NOT NULL DEFAULT 0,
+	next_attempt INTEGER,
+	detail       TEXT NOT NULL DEFAULT '',
+	error        TEXT NOT NULL DEFAULT '',
+	reached      TEXT NOT NULL DEFAULT '',
+	created_at   INTEGER NOT NULL,
+	delivered_at INTEGER
+) STRICT;
+CREATE INDEX schedule_deliveries_pending ON schedule_deliveries(next_attempt) WHERE status = 'pending';
+
+CREATE TABLE schedule_runs (
+	id             INTEGER PRIMARY KEY AUTOINCREMENT,
+	schedule_id    INTEGER NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+	slot           INTEGER NOT NULL,
+	attempt        INTEGER NOT NULL CHECK (attempt >= 1),
+	due            INTEGER NOT NULL,
+	cause          TEXT NOT NULL CHECK (cause IN ('time', 'catch-up', 'retry', 'manual')),
+	status         TEXT NOT NULL CHECK (status IN ('queued', 'running', 'ok', 'failed', 'missed', 'skipped', 'interrupted')),
+	reason         TEXT NOT NULL DEFAULT '',
+	started        INTEGER,
+	ended          INTEGER,
+	session_id     TEXT NOT NULL DEFAULT '',
+	cost_micro_usd INTEGER NOT NULL DEFAULT 0,
+	answer         TEXT NOT NULL DEFAULT '',
+	retry_at       INTEGER,
+	delivery_id    INTEGER REFERENCES schedule_deliveries(id) ON DELETE SET NULL,
+	owner          TEXT NOT NULL DEFAULT '',
+	UNIQUE (schedule_id, slot, attempt)
+) STRICT;
+CREATE INDEX schedule_runs_live ON schedule_runs(status, schedule_id) WHERE status IN ('queued', 'running');
+CREATE INDEX schedule_runs_retry ON schedule_runs(retry_at) WHERE retry_at IS NOT NULL;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

@@ -21,6 +21,10 @@ type Session struct {
 	// Status is the last status published for the session (idle,
 	// running, waiting, queued, interrupted, error).
 	Status string
+	// Parent is the session that started this one as a sub-agent ("":
+	// none), Profile the sub-agent profile it runs with.
+	Parent  string
+	Profile string
 }
 
 // EnsureAgent creates the agent called name unless it exists.
@@ -66,14 +70,15 @@ func (s *Store) CreateSession(ctx context.Context, agent, model string) (Session
 }
 
 const sessionColumns = `id, agent, title, model, created_at, updated_at, coalesce(head, ''),
-	requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, status`
+	requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, status,
+	coalesce(parent, ''), profile`
 
 func scanSession(row interface{ Scan(...any) error }) (Session, error) {
 	var s Session
 	var created, updated, micro int64
 	err := row.Scan(&s.ID, &s.Agent, &s.Title, &s.Model, &created, &updated, &s.Head,
 		&s.Usage.Requests, &s.Usage.InputTokens, &s.Usage.OutputTokens,
-		&s.Usage.CacheReadTokens, &s.Usage.CacheWriteTokens, &micro, &s.Status)
+		&s.Usage.CacheReadTokens, &s.Usage.CacheWriteTokens, &micro, &s.Status, &s.Parent, &s.Profile)
 	if err != nil {
 		return Session{}, err
 	}

@@ -264,14 +264,14 @@ func TestWebApproval(t *testing.T) {
 // and joins the turn; Stop ends a turn.
 func TestWebStopAndQueue(t *testing.T) {
 	p, _ := serveWith(t, "",
-		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "sleep 2; echo slept")}},
+		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "sleep 6; echo slept")}},
 		llmtest.Turn{Text: "Got your second message too."},
 		llmtest.Turn{Text: "Sleeping long.", Calls: []llmtest.Call{sh("toolu_2", "sleep 60")}},
 		llmtest.Turn{Text: "never"})
 	b := openBrowser(t, p, phoneScreen)
 	id := b.newChat()
 	b.send("first")
-	b.waitText("details.tool summary", "sleep 2")
+	b.waitText("details.tool summary", "sleep 6")
 	b.send("and also this")
 	b.waitText(".msg.queued", "and also this")
 	b.shot("queued")

@@ -272,3 +272,33 @@ func modeOf(h *tar.Header) fs.FileMode {
 type onlyWriter struct{ w io.Writer }
 
 func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
+
+// Tree writes tar entries into an existing directory with the safety
+// of extraction (see "Extraction safety" in the package doc): no entry
+// can create, link or change anything outside the directory, a ".."
+// component is ErrUnsafeArchive, symlinks are made and never followed,
+// and device nodes and sockets are skipped. Owners are set (h.Uid and
+// h.Gid, as given) only when running as root. A Tree is for one
+// goroutine.
+type Tree struct{ t *tree }
+
+// OpenTree opens dir, which exists, for Add.
+func OpenTree(dir string) (*Tree, error) {
+	t, err := openTree(dir)
+	if err != nil {
+		return nil, fmt.Errorf("rootfs: %w", err)
+	}
+	return &Tree{t: t}, nil
+}
+
+// Add writes one entry, its name relative to the directory; r gives a
+// regular file's h.Size bytes. A hard link's Linkname is relative to
+// the directory too.
+func (t *Tree) Add(h *tar.Header, r io.Reader) error { return t.t.add(h, r) }
+
+// Finish gives the directories their modes, owners and times, once
+// every entry is written (a directory's mode may forbid writing in it).
+func (t *Tree) Finish() error { return t.t.finish() }
+
+// Close releases the directory.
+func (t *Tree) Close() error { return t.t.close() }

@@ -71,8 +71,21 @@ export const api = {
   approvals: () => call("GET", "/api/v1/approvals"),
   network: (params) => call("GET", "/api/v1/network?" + new URLSearchParams(params)),
   browser: (id) => call("GET", `/api/v1/sessions/${enc(id)}/browser`),
+  checkpoints: (id) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints`),
+  changes: (id, checkpoint) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/changes`),
+  restore: (id, checkpoint) => call("POST", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/restore`),
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
   answer: (approvalID, decision, scope) => call("POST", `/api/v1/approvals/${enc(approvalID)}`, scope ? { decision, scope } : { decision }),
+  schedules: (agent = "") => call("GET", "/api/v1/schedules" + (agent ? "?" + new URLSearchParams({ agent }) : "")),
+  addSchedule: (job) => call("POST", "/api/v1/schedules", job),
+  editSchedule: (id, change) => call("PATCH", `/api/v1/schedules/${enc(id)}`, change),
+  deleteSchedule: (id) => call("DELETE", `/api/v1/schedules/${enc(id)}`),
+  scheduleAction: (id, action) => call("POST", `/api/v1/schedules/${enc(id)}/${enc(action)}`),
+  scheduleRuns: (id, { before = 0, limit = 50 } = {}) => {
+    const p = new URLSearchParams({ limit: String(limit) });
+    if (before) p.set("before", String(before));
+    return call("GET", `/api/v1/schedules/${enc(id)}/runs?` + p);
+  },
   attach: (id, files) => {
     const form = new FormData();
     for (const f of files) form.append("file", f, f.name || "pasted");
@@ -156,5 +169,5 @@ export function follow(path, after, onEvent, onState, extra = {}) {
 const EVENT_TYPES = [
   "session", "text", "thinking", "tool_call", "tool_result", "usage", "done", "error", "warning",
   "retry", "model", "compaction", "notify", "speech", "open", "status", "message", "queued",
-  "approval_request", "approval_resolved", "egress",
+  "approval_request", "approval_resolved", "schedule", "schedule_run", "schedule_delivery", "checkpoint", "restored", "egress",
 ];

@@ -11,6 +11,7 @@ import { Files } from "/app/files.js";
 import { Terminal } from "/app/terminal.js";
 import { BrowserView } from "/app/browser.js";
 import { Settings } from "/app/settings.js";
+import { Schedules } from "/app/schedules.js";
 import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
 import { pushState } from "/app/push.js";
 
@@ -29,6 +30,7 @@ const ICONS = {
   browser: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM3 12h18M12 3c3 3 3 15 0 18M12 3c-3 3-3 15 0 18",
   close: "M6 6l12 12M18 6 6 18",
   memory: "M9 4a3 3 0 0 0-3 3v.5A3 3 0 0 0 4 10.5a3 3 0 0 0 1 2.2A3 3 0 0 0 6 18a3 3 0 0 0 3 2 3 3 0 0 0 3-3V7a3 3 0 0 0-3-3zM15 4a3 3 0 0 1 3 3v.5a3 3 0 0 1 2 3 3 3 0 0 1-1 2.2A3 3 0 0 1 18 18a3 3 0 0 1-3 2 3 3 0 0 1-3-3",
+  clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM12 7v5l3 3",
   settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
 const desktop = () => window.matchMedia("(pointer: fine)").matches;
@@ -48,6 +50,7 @@ function App() {
   const [error, setError] = useState("");
   const [panel, setPanel] = useState(null); // "files", "terminal", "browser" or null
   const [settings, setSettings] = useState(false);
+  const [schedules, setSchedules] = useState(false);
   const [toasts, setToasts] = useState([]);
   const [memory, setMemory] = useState(null); // the open chat's memory: {on, set}
   const [browserOn, setBrowserOn] = useState(false); // the open chat's agent has a browser to show
@@ -103,6 +106,14 @@ function App() {
         if (e.session_id !== currentRef.current) toast({ id: e.event_id, title: "Approval needed:", message: e.question || e.command, session: e.session_id });
       }
       if (e.type === "status" && e.status === "idle") notify("den is done", "", `done-${e.session_id}`);
+      if (e.type === "schedule_delivery" && (e.status === "pending" || e.status === "failed")) {
+        // A scheduled job's answer, failure or missed runs; or a
+        // delivery of one that failed for good.
+        const title = e.status === "failed" ? `den could not deliver “${e.title}”` : e.title;
+        const body = e.status === "failed" ? e.error : e.body;
+        if (e.status === "pending") notify(title, body, e.session ? `done-${e.session}` : `schedule-${e.delivery_id}`);
+        toast({ id: e.event_id, title: title + ":", message: body, session: e.session || undefined });
+      }
     }, (state) => {
       setConn(state);
       if (state === "live") presence.again();
@@ -166,11 +177,14 @@ function App() {
         <input id="search" type="search" placeholder="Search" aria-label="Search sessions" value=${query}
           onInput=${(e) => setQuery(e.target.value)} />
         <button class="settings-open" onClick=${() => { setSettings(true); setDrawer(false); }}>${icon(ICONS.settings)} Settings</button>
+        <button class="settings-open schedules-open" onClick=${() => { setSchedules(true); setDrawer(false); }}>${icon(ICONS.clock)} Schedules</button>
         <ul class="sessions">
-          ${sessions.map((s) => html`
-            <li key=${s.id}>
+          ${nestSessions(sessions).map(({ s, depth }) => html`
+            <li key=${s.id} class=${depth ? "sub" : undefined} style=${depth ? `--depth: ${depth}` : undefined}>
               <a href=${"#" + s.id} class=${s.id === current ? "current" : ""} aria-current=${s.id === current ? "page" : undefined}
+                title=${depth ? `Sub-agent${s.profile ? " (" + s.profile + ")" : ""}` : undefined}
                 onClick=${(e) => { e.preventDefault(); open(s.id); }}>
+                ${depth > 0 && html`<span class="sub-mark" aria-label="sub-agent">↳</span>`}
                 <span class="title">${s.title || "New chat"}</span>
                 ${badge(s.status)}
               </a>
@@ -206,6 +220,8 @@ function App() {
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
         ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
           onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
+        ${schedules && html`<div class="settings-layer"><${Schedules} agent=${agent} agents=${agents} onError=${setError}
+          onClose=${() => setSchedules(false)} onOpen=${(sid) => { setSchedules(false); open(sid); }} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel}
               onMemory=${setMemory} onBrowser=${setBrowserOn} />`
@@ -213,6 +229,21 @@ function App() {
               <button class="primary" onClick=${newChat}>New chat</button></div>`}
       </main>
     </div>`;
+}
+
+// nestSessions puts each sub-agent session right under the session
+// that started it (oldest first) when that one is listed too.
+function nestSessions(list) {
+  const ids = new Set(list.map((s) => s.id));
+  const kids = new Map();
+  for (const s of list) if (s.parent && ids.has(s.parent)) kids.set(s.parent, [...(kids.get(s.parent) || []), s]);
+  const out = [];
+  const add = (s, depth) => {
+    out.push({ s, depth });
+    for (const k of (kids.get(s.id) || []).sort((a, b) => a.created.localeCompare(b.created))) add(k, depth + 1);
+  };
+  for (const s of list) if (!s.parent || !ids.has(s.parent)) add(s, 0);
+  return out;
 }
 
 function badge(status) {
@@ -324,7 +355,17 @@ function useSession(id, onError) {
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
   const [tick, bump] = useState(0); // bumped when a call's facts change
   const [browserTick, bumpBrowser] = useState(0); // bumped when a browser_use call ends
+  const [checkpoints, setCheckpoints] = useState(new Map()); // message id → the checkpoint before its calls
   const stream = useRef(null);
+
+  // loadCheckpoints reads the session's checkpoints (undo in the
+  // computer): a turn that had one shows what it changed.
+  const loadCheckpoints = useCallback(async () => {
+    const r = await api.checkpoints(id);
+    const m = new Map();
+    for (const c of r.checkpoints || []) if (c.message_id) m.set(c.message_id, c);
+    setCheckpoints(m);
+  }, [id]);
 
   const reload = useCallback(async (uptoEvent) => {
     const r = await api.session(id);
@@ -356,12 +397,14 @@ function useSession(id, onError) {
     setLive([]);
     setEgress([]);
     calls.current = new Map();
+    setCheckpoints(new Map());
     (async () => {
       let r;
       try {
         r = await reload();
         await loadApprovals();
         await loadEgress();
+        await loadCheckpoints();
       } catch (e) {
         onError(message(e));
         return;
@@ -426,6 +469,9 @@ function useSession(id, onError) {
             break;
           case "egress":
             setEgress((list) => [e, ...list.filter((x) => x.event_id !== e.event_id)].slice(0, MAX_CONNECTIONS));
+          case "checkpoint":
+          case "restored":
+            loadCheckpoints().catch(() => {});
             break;
         }
       }, () => {});
@@ -467,7 +513,8 @@ function useSession(id, onError) {
     return r.memory;
   }, [id]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, request, egress, calls: calls.current, tick, browserTick, reload, setMemory };
+  return { sess, messages, more, older, queued, live, approvals, status, failure, request, egress, calls: calls.current, tick, browserTick, reload, setMemory,
+    checkpoints, loadCheckpoints };
 }
 
 function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
@@ -566,7 +613,8 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
           const i = win.start + j;
           const inTurn = i >= turnFrom;
           return html`<${Message} key=${m.id} m=${m} session=${id} results=${results} calls=${inTurn ? s.calls : null} tick=${inTurn ? s.tick : 0}
-            prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload} />`;
+            prevUser=${precedingUser(visible, i)} last=${i === visible.length - 1 || visible[i + 1].role === "user"} busy=${busy} onError=${onError} reload=${s.reload}
+            checkpoint=${s.checkpoints.get(m.id)} onRestored=${s.loadCheckpoints} />`;
         })}
         ${win.end < visible.length && html`<button class="link newer" onClick=${win.down}>Load newer messages</button>`}
         ${live.length > 0 && html`<${Live} segments=${live} calls=${s.calls} session=${id} />`}
@@ -765,7 +813,7 @@ function memo(C) {
 
 const Message = memo(MessageView);
 
-function MessageView({ m, session, results, calls, prevUser, last, busy, onError, reload }) {
+function MessageView({ m, session, results, calls, prevUser, last, busy, onError, reload, checkpoint, onRestored }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState("");
   const text = m.parts.filter((p) => p.type === "text").map((p) => p.text).join("\n\n");
@@ -801,6 +849,7 @@ function MessageView({ m, session, results, calls, prevUser, last, busy, onError
         if (p.type === "image") return html`<img class="attached" alt="An image" src=${`data:${p.media_type};base64,${p.data}`} />`;
         return null;
       })}
+      ${checkpoint && html`<${Changes} session=${session} checkpoint=${checkpoint} busy=${busy} onError=${onError} onRestored=${onRestored} />`}
       ${(last || (m.versions || []).length > 1) && html`<div class="meta">
         <${Versions} m=${m} session=${session} act=${act} />
         ${last && prevUser && !busy && html`<button class="link" onClick=${() => act(() => api.regenerate(session, prevUser.id))}>Regenerate</button>`}
@@ -939,6 +988,84 @@ function ToolCard({ call, result, live, session }) {
       ${output !== undefined && html`<pre class="tool-output">${output}</pre>`}
       ${offload && html`<p class="offload">The full output: <a href=${`/api/v1/sessions/${encodeURIComponent(session)}/offloads/${encodeURIComponent(offload[1])}?inline=1`}
         target="_blank" rel="noopener">${offload[0]}</a></p>`}
+    </details>`;
+}
+
+// ---------------------------------------------------------------- undo in the computer
+
+// Changes shows what a turn changed in the computer (from the
+// checkpoint den took before its first call that could change it to
+// the next one, or to now), with a button that puts the computer back
+// as it was before the turn.
+function Changes({ session, checkpoint, busy, onError, onRestored }) {
+  const [diff, setDiff] = useState(null);
+  const [failed, setFailed] = useState("");
+  const [confirming, setConfirming] = useState(false);
+  const [restoring, setRestoring] = useState(false);
+  const [done, setDone] = useState(null);
+  const load = () => {
+    setFailed("");
+    api.changes(session, checkpoint.id).then(setDiff, (e) => setFailed(message(e)));
+  };
+  const onToggle = (e) => {
+    if (e.target.open) load();
+  };
+  const undo = async () => {
+    setConfirming(false);
+    setRestoring(true);
+    try {
+      setDone(await api.restore(session, checkpoint.id));
+      onRestored && onRestored();
+      load();
+    } catch (e) {
+      setFailed(message(e));
+    } finally {
+      setRestoring(false);
+    }
+  };
+  const redo = async () => {
+    setRestoring(true);
+    try {
+      await api.restore(session, done.saved);
+      setDone(null);
+      onRestored && onRestored();
+      load();
+    } catch (e) {
+      setFailed(message(e));
+    } finally {
+      setRestoring(false);
+    }
+  };
+  const d = diff;
+  const count = d ? d.added + d.removed + d.changed : 0;
+  return html`
+    <details class="tool changes" onToggle=${onToggle}>
+      <summary>
+        <span class="tool-name">Changes in the computer</span>
+        <span class="tool-facts">
+          ${d && html`<span class="label">${count === 0 && d.packages.length === 0 ? "none" : `${d.added} added, ${d.changed} changed, ${d.removed} removed`}</span>`}
+          ${d && d.packages.length > 0 && html`<span class="label">${d.packages.length} package${d.packages.length === 1 ? "" : "s"}</span>`}
+        </span>
+      </summary>
+      <div class="changes-body">
+        ${!d && !failed && html`<p class="muted">Reading…</p>`}
+        ${d && d.packages.length > 0 && html`<ul class="packages">${d.packages.map((p) => html`<li key=${p.name}>
+          ${p.op === "installed" ? html`<b>+</b> ${p.name} ${p.to}` : p.op === "removed" ? html`<b>−</b> ${p.name} ${p.from}` : html`<b>~</b> ${p.name} ${p.from} → ${p.to}`}</li>`)}</ul>`}
+        ${d && d.changes.length > 0 && html`<ul class="files">${d.changes.slice(0, 200).map((c) => html`<li key=${c.path} class=${c.op}>
+          <b>${c.op === "added" ? "+" : c.op === "removed" ? "−" : "~"}</b> <code>${c.path}</code>${" "}<span class="muted">${c.op === "changed" ? (c.what || []).join(", ") : c.kind === "folder" ? `folder, ${c.entries} entries` : c.kind}</span></li>`)}</ul>`}
+        ${d && d.changes.length + d.more > 200 && html`<p class="muted">and ${d.changes.length + d.more - 200} more (den computer diff ${checkpoint.id} lists them all)</p>`}
+        ${failed && html`<p class="error" role="alert">${failed}</p>`}
+        ${done && html`<p class="restored" role="status">The computer is back as it was before this turn
+          (${done.undone.added} added, ${done.undone.changed} changed, ${done.undone.removed} removed undone).
+          Not touched: ${done.untouched.join(", ")}.
+          ${done.saved ? html` <button class="link" disabled=${restoring} onClick=${redo}>Redo</button>` : ""}</p>`}
+        ${!done && (confirming
+          ? html`<p class="confirm">Put the computer back as it was before this turn? What later turns changed in it goes too;
+              your mounted folders are not touched. <button class="danger" onClick=${undo}>Undo the changes</button>
+              <button onClick=${() => setConfirming(false)}>Cancel</button></p>`
+          : html`<p><button disabled=${busy || restoring} title=${busy ? "Wait for the turn to end" : ""}
+              onClick=${() => setConfirming(true)}>${restoring ? "Undoing…" : "Undo"}</button></p>`)}
+      </div>
     </details>`;
 }
 
