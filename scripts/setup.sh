@@ -9,12 +9,16 @@ cd "$(dirname "$0")/.."
 
 GO_VERSION=1.26.8
 pkgs=(bubblewrap debootstrap busybox-static ca-certificates tar xz-utils zstd)
-pkgs+=(slirp4netns uidmap)
+# uidmap maps subordinate ids; util-linux's nsenter lets an ordinary
+# user's den set up its computers' network.
+pkgs+=(uidmap util-linux)
 # The agent's web browser: Chromium's headless shell, with fonts to draw
 # pages with.
 pkgs+=(chromium-headless-shell fonts-dejavu-core)
 if [ "${1:-}" = --test ]; then
-	pkgs+=(proot util-linux passwd hyperfine espeak-ng iproute2 python3 systemd)
+	pkgs+=(proot passwd hyperfine espeak-ng iproute2 python3 systemd)
+	# git pushes from a computer through den's egress with a secret.
+	pkgs+=(git)
 	# The web face's tests drive real Chromium (the headless shell, and
 	# the full browser where notifications are tested: the shell has
 	# none); npm re-fetches the vendored browser libraries to check the
@@ -36,16 +40,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup: installing ${missing[*]}" >&2
 	$sudo apt-get update -qq
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-# A computer with its network on reaches the internet through
-# slirp4netns, which needs /dev/net/tun. udev makes it 0666 on every
-# desktop and server install; machines without udev (some containers
-# and VMs) leave it 0600, and ordinary users' computers then have no
-# network. The test suite runs computers as a throwaway ordinary user.
-if [ "${1:-}" = --test ] && [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
-	echo "setup: making /dev/net/tun usable by ordinary users (mode 0666, as udev does)" >&2
-	$sudo chmod 0666 /dev/net/tun
 fi
 
 # Go: the one on PATH or in /usr/local/go when it is new enough;

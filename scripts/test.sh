@@ -20,9 +20,9 @@ go vet ./...
 scripts/vendor-web.sh --check
 go test -count=1 -timeout 20m ./...
 # The packages where goroutines meet (the sandbox's sessions, the host
-# command broker, the gate, the store, the loop, the browser, the scheduler) again
-# under the race detector.
+# command broker, the gate, the store, the loop, the browser, the scheduler,
+# the egress proxy) again under the race detector.
 go test -race -count=1 -timeout 20m ./internal/sandbox/bwrap ./internal/computer ./internal/hostcmd/... \
 	./internal/permission ./internal/hostfs ./internal/hostsvc ./internal/store ./internal/agent/... ./internal/models/retry \
 	./internal/session ./internal/event ./internal/daemon ./internal/server/... ./internal/mcpclient ./internal/mcpserver \
-	./internal/browser ./internal/schedule ./internal/checkpoint
+	./internal/browser ./internal/schedule ./internal/checkpoint ./internal/egress ./internal/sandbox/netns

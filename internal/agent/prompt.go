@@ -12,7 +12,14 @@ type Computer struct {
 	Version        string
 	PackageManager string // "apk", "apt", "none"
 	Network        bool
-	Mounts         []Mount
+	// Egress describes the network's policy in words ("" when open):
+	// which hosts the computer reaches.
+	Egress string
+	// Secrets are the environment variables that hold placeholders of
+	// the user's secrets, each with where den sends its value
+	// ("GITHUB_TOKEN: to api.github.com as header Authorization: …").
+	Secrets []string
+	Mounts  []Mount
 	// Features say which of den's folders and commands exist and are
 	// enabled for this agent: the prompt mentions only those.
 	Features Features
@@ -55,7 +62,17 @@ func SystemPrompt(c Computer, instructions string, now time.Time) string {
 	}
 	b.WriteString("- You are root inside. What you install and the files you keep persist between sessions, except in the per-session folders below.\n")
 	if c.Network {
-		b.WriteString("- Network: on.\n")
+		b.WriteString("- Network: on. Every connection leaves through den, which records it.")
+		if c.Egress != "" {
+			b.WriteString(" " + c.Egress)
+		}
+		b.WriteString("\n")
+		if len(c.Secrets) > 0 {
+			b.WriteString("- Secrets: these environment variables hold placeholders (den-secret:NAME), never the values; den puts the real value into requests to the named hosts over HTTPS, so use them as if they held it (e.g. curl -H \"Authorization: Bearer $NAME\"; git over HTTPS needs no credentials there). Do not try to read or send them elsewhere.\n")
+			for _, s := range c.Secrets {
+				b.WriteString("  - " + s + "\n")
+			}
+		}
 	} else {
 		b.WriteString("- Network: off (only loopback); downloads and package installs will fail.\n")
 	}

@@ -53,6 +53,10 @@ var dataParts = []part{
 	{name: "push", tree: true, secret: true},
 	{name: "mcp/tokens", tree: true, secret: true},
 	{name: "mcp/home", kind: hostFiles, tree: true, secret: true},
+	// The secrets den substitutes in the computers' requests, and each
+	// agent's computer's CA (its key signs for any host).
+	{name: "secrets.json", secret: true},
+	{name: "egress", tree: true, secret: true},
 }
 
 // dbName is the database in the data dir.

@@ -218,7 +218,7 @@ func (f folders) prepare(uid, gid int) error {
 // It runs as uid 1000 in a user namespace of its own, nested in the
 // computer's, where that uid is the computer's root: Chromium refuses
 // to run as root with its sandbox on, and its sandbox stays on.
-func sandboxArgs(chromiumPath string, f folders) []string {
+func sandboxArgs(chromiumPath string, f folders, trust []string) []string {
 	a := []string{
 		"--unshare-user", "--uid", "1000", "--gid", "1000",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -253,12 +253,15 @@ func sandboxArgs(chromiumPath string, f folders) []string {
 		chromiumPath,
 	)
 	a = append(a, chromiumFlags...)
+	if len(trust) > 0 {
+		a = append(a, "--ignore-certificate-errors-spki-list="+strings.Join(trust, ","))
+	}
 	return append(a, "--user-data-dir="+guestProfile, "--remote-debugging-pipe", "about:blank")
 }
 
 // etcFiles are what Chromium's /etc/resolv.conf, /etc/hosts and
-// /etc/nsswitch.conf hold: the computer's resolver (slirp4netns's
-// forwarder), and localhost.
+// /etc/nsswitch.conf hold: the computer's resolver (den's), and
+// localhost.
 func etcFiles() [][]byte {
 	return [][]byte{
 		netns.ResolvConf(),
@@ -362,7 +365,7 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*ch
 	if err != nil {
 		return nil, fmt.Errorf("browser: %w", err)
 	}
-	cmd := nsenter(bin, p, src, files)
+	cmd := nsenter(bin, p, src, files, o.TrustSPKI)
 	err = launch.Start(cmd)
 	files.closeChild()
 	if err != nil {
@@ -390,13 +393,13 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*ch
 
 // nsenter is the command that starts Chromium's sandbox in the
 // computer's namespaces.
-func nsenter(bin binaries, p *place, src folders, files *startFiles) *exec.Cmd {
+func nsenter(bin binaries, p *place, src folders, files *startFiles, trust []string) *exec.Cmd {
 	pid := strconv.Itoa(p.pid)
 	// --preserve-credentials: nsenter runs as the computer's root
 	// already (its host uid is what root inside maps to), and an
 	// ordinary user's namespace refuses setgroups.
 	args := append([]string{"--user=/proc/" + pid + "/ns/user", "--net=/proc/" + pid + "/ns/net", "--preserve-credentials", "--", bin.bwrap},
-		sandboxArgs(bin.chromium, src)...)
+		sandboxArgs(bin.chromium, src, trust)...)
 	cmd := exec.Command(bin.nsenter, args...)
 	cmd.Env = []string{}
 	cmd.Dir = "/"

@@ -17,8 +17,9 @@
 // (with nsenter, util-linux) to the user and network namespaces of the
 // session's computer: localhost in the browser is the computer's own,
 // so the agent opens the web apps it runs there, and the computer's
-// network policy applies (off: only that loopback; on: slirp4netns,
-// without the host's loopback). den reads the namespaces from the
+// network policy applies (off: only that loopback; on: den's egress
+// proxy, under the agent's policy, without the host's loopback; the
+// computer's own CA is trusted, see Options.TrustSPKI). den reads the namespaces from the
 // computer's first process, pinned by a pidfd, and checks by inode,
 // once Chromium answers, that its sandbox is in exactly those.
 // nsenter runs as the computer's root (the owner of its user

@@ -31,6 +31,12 @@ type Options struct {
 	// on this host.
 	Chromium, Bwrap, Nsenter string
 
+	// TrustSPKI are base64 SHA-256 hashes of public keys whose
+	// certificates Chromium accepts as if a root it trusts had signed
+	// them (--ignore-certificate-errors-spki-list): the computer's own
+	// CA, with which den speaks TLS for hosts a secret is bound to.
+	TrustSPKI []string
+
 	// MaxTabs is the number of tabs a session may have open (5).
 	MaxTabs int
 	// TabIdle closes a tab no action used for that long (30 min).

@@ -216,12 +216,12 @@ func TestPaginate(t *testing.T) {
 }
 
 func TestSandboxArgs(t *testing.T) {
-	args := sandboxArgs("/usr/lib/chromium/chromium-headless-shell", folders{profile: "/p", downloads: "/d", uploads: "/u"})
+	args := sandboxArgs("/usr/lib/chromium/chromium-headless-shell", folders{profile: "/p", downloads: "/d", uploads: "/u"}, []string{"SPKI="})
 	joined := " " + strings.Join(args, " ") + " "
 	for _, want := range []string{
 		" --unshare-user --uid 1000 --gid 1000 ", " --unshare-pid ", " --die-with-parent ", " --new-session ",
 		" --ro-bind /usr /usr ", " --bind /p /profile ", " --bind /d /downloads ", " --ro-bind /u /uploads ",
-		" --clearenv ", " --remote-debugging-pipe ", " --user-data-dir=/profile ",
+		" --clearenv ", " --remote-debugging-pipe ", " --user-data-dir=/profile ", " --ignore-certificate-errors-spki-list=SPKI= ",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("%q missing from %s", want, joined)

@@ -9,6 +9,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,10 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/bwrap"
+	"den.dev/den/internal/sandbox/netns"
 	"den.dev/den/internal/sandbox/proot"
 )
 
@@ -42,6 +45,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Main runs den with os.Args and exits.
 func Main() {
 	proot.MaybeReaper()
+	netns.MaybeHelper()
 	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -110,7 +114,7 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	pf.StringVar(&g.dataDir, "data-dir", "", "data directory (default $DEN_HOME, else $XDG_DATA_HOME/den)")
 	pf.StringVar(&g.configPath, "config", "", "config file (default $XDG_CONFIG_HOME/den/config.toml)")
 	pf.StringVar(&g.backend, "backend", "", `sandbox backend: "bwrap" (default) or "proot" (no isolation)`)
-	root.AddCommand(approveCmd(g), denyCmd(g), approvalsCmd(g), rulesCmd(g), auditCmd(g))
+	root.AddCommand(approveCmd(g), denyCmd(g), approvalsCmd(g), rulesCmd(g), auditCmd(g), networkCmd(g), secretCmd(g))
 	root.AddCommand(runCmd(g), chatCmd(g), sessionsCmd(g), usageCmd(g), configCmd(g), execCmd(g), shCmd(g), doctorCmd(g), computerCmd(g))
 	root.AddCommand(serveCmd(g), tokenCmd(g), openCmd(g), attachCmd(g), serviceCmd(g))
 	root.AddCommand(memoryCmd(g), skillsCmd(g), scheduleCmd(g))
@@ -152,6 +156,28 @@ func isUsage(err error) bool {
 		}
 	}
 	return false
+}
+
+// rootCAs is the host's certificate authorities and those of files
+// (nil when there are no files: the host's, as Go finds them).
+func rootCAs(files []string) (*x509.CertPool, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("config: network.ca_files: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("config: network.ca_files: %s holds no PEM certificate", f)
+		}
+	}
+	return pool, nil
 }
 
 // DataDir resolves the data dir: flag, else $DEN_HOME, else
@@ -206,6 +232,11 @@ func (g *globals) manager() (*computer.Manager, *config.Config, error) {
 	if err != nil {
 		return nil, cfg, err
 	}
+	roots, err := rootCAs(cfg.Network.CAFiles)
+	if err != nil {
+		return nil, cfg, err
+	}
+	m.Egress = egress.New(egress.Options{Hosts: cfg.Network.Hosts, RootCAs: roots})
 	m.RootfsOptions.AlpineMirror = cfg.Rootfs.AlpineMirror
 	m.RootfsOptions.DebianMirror = cfg.Rootfs.DebianMirror
 	m.RootfsOptions.UbuntuMirror = cfg.Rootfs.UbuntuMirror

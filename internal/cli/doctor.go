@@ -17,6 +17,7 @@ import (
 	"den.dev/den/internal/browser"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
@@ -105,9 +106,11 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 	}
 	cg := cgroupCheck()
 	add(cg)
+	pol, perr := cfg.Agent(agent).EgressPolicy()
 	if b.Name() == "bwrap" {
-		add(networkCheck(cfg.Agent(agent).Network != "off"))
+		add(networkCheck(perr != nil || pol.Mode != egress.Off))
 	}
+	add(egressCheck(agent, pol, perr))
 	add(limitsCheck(cfg.Agent(agent), cg.OK))
 	m, err := computer.New(dataDir, b)
 	if err != nil {
@@ -131,7 +134,7 @@ func diagnose(ctx context.Context, g *globals, agent string) report {
 	case ok:
 		add(sandbox.Check{Name: "rootfs (" + agent + ")", OK: true,
 			Detail: fmt.Sprintf("%s %s from %s, %s", info.Distro, info.Version, info.Source, comp.Rootfs())})
-		add(startCheck(ctx, comp, cfg.Agent(agent).Network != "off"))
+		add(startCheck(ctx, comp, perr == nil && pol.Mode != egress.Off, pol))
 	default:
 		add(sourceCheck(ctx, agent, cfg.Rootfs.AlpineMirror))
 	}
@@ -229,15 +232,46 @@ func cgroupCheck() sandbox.Check {
 }
 
 // networkCheck reports whether a computer with its network on can get
-// one: slirp4netns and a /dev/net/tun den (or, as root, the computer's
-// uid) may open.
+// one: den's rules and listeners in the computer's own namespace, so
+// that everything leaves through den's egress proxy. Without them the
+// network does not come up (fail closed).
 func networkCheck(wanted bool) sandbox.Check {
 	ok, detail, fix := netns.Check()
 	c := sandbox.Check{Name: "network (own namespace)", OK: ok, Detail: detail, Fix: fix, Fatal: wanted}
 	if ok {
-		c.Detail = detail + "; the computer's network is its own (10.0.2.100 behind slirp4netns): the host's loopback and abstract sockets are out of reach; about 4 ms more per start"
+		c.Detail = detail + "; the computer's network is its own (10.0.2.100): the host's loopback and abstract sockets are out of reach"
 	} else if !wanted {
 		c.Detail += " (this agent's network is off)"
+	} else {
+		c.Detail += "; computers with the network on do not start"
+	}
+	return c
+}
+
+// egressCheck says which egress policy the agent's computer runs under.
+func egressCheck(agent string, pol egress.Policy, err error) sandbox.Check {
+	c := sandbox.Check{Name: "egress policy", OK: err == nil}
+	if err != nil {
+		c.Detail, c.Fix, c.Fatal = err.Error(), "fix [agents."+agent+"] egress and allow in the config", true
+		return c
+	}
+	switch pol.Mode {
+	case egress.Open:
+		c.Detail = "open: every connection is allowed and recorded (den network log)"
+	case egress.Off:
+		c.Detail = "off: the computer has only its loopback"
+	default:
+		var rules []string
+		for _, r := range pol.Allow {
+			rules = append(rules, r.String())
+		}
+		c.Detail = fmt.Sprintf("%s: allowed %s", pol.Mode, strings.Join(rules, ", "))
+		if len(rules) == 0 {
+			c.Detail = string(pol.Mode) + ": nothing is allowed yet"
+		}
+		if pol.Mode == egress.Ask {
+			c.Detail += "; anything else is asked about"
+		}
 	}
 	return c
 }
@@ -279,10 +313,10 @@ func humanSize(n int64) string {
 }
 
 // startCheck starts the agent's computer for real and runs a command.
-func startCheck(ctx context.Context, comp *computer.Computer, network bool) sandbox.Check {
+func startCheck(ctx context.Context, comp *computer.Computer, network bool, pol egress.Policy) sandbox.Check {
 	c := sandbox.Check{Name: "computer start", Fatal: true}
 	t0 := time.Now()
-	s, err := comp.Start(ctx, "doctor", computer.SessionOptions{Network: network, Limits: computer.DefaultLimits()})
+	s, err := comp.Start(ctx, "doctor", computer.SessionOptions{Network: network, Egress: egress.Scope{Policy: pol}, Limits: computer.DefaultLimits()})
 	if err != nil {
 		c.Detail = err.Error()
 		c.Fix = "see the checks above"

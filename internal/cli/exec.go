@@ -14,11 +14,14 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
+	"den.dev/den/internal/event"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/session"
+	"den.dev/den/internal/store"
 )
 
 // computerFlags are the flags that choose and shape an agent's computer.
@@ -120,17 +123,22 @@ func undoPolicy(ac config.Agent) (computer.Undo, error) {
 
 func sessionOptions(ac config.Agent, f *computerFlags) (computer.SessionOptions, error) {
 	o := computer.SessionOptions{Network: true, Timeout: f.timeout}
-	net := f.network
-	if net == "" {
-		net = ac.Network
+	pol, err := ac.EgressPolicy()
+	if err != nil {
+		return o, usageError{err}
 	}
-	switch net {
-	case "", "on":
+	switch f.network {
+	case "":
+	case "on":
+		if pol.Mode == egress.Off {
+			pol.Mode = egress.Open
+		}
 	case "off":
-		o.Network = false
+		pol.Mode = egress.Off
 	default:
-		return o, usageError{fmt.Errorf("--network %q: want on or off", net)}
+		return o, usageError{fmt.Errorf("--network %q: want on or off", f.network)}
 	}
+	o.Network, o.Egress.Policy = pol.Mode != egress.Off, pol
 	for _, s := range append(append([]string(nil), ac.Mounts...), f.mounts...) {
 		b, err := sandbox.ParseMount(s)
 		if err != nil {
@@ -318,11 +326,22 @@ func (g *globals) withHostCommands(ctx context.Context, comp *computer.Computer,
 	if isTerminal(g.stdin) {
 		faces.Mode = permission.Wait
 	}
-	host, _, _, stopHost, err := session.HostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, sessionID, *o, faces, nil, nil)
+	host, gate, _, stopHost, err := session.HostCommands(DataDir(g.dataDir), cfg, st, comp, agentName, sessionID, *o, faces, nil, nil)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
 	o.Host = host
+	// The computer's connections go to den's log (den network log) as
+	// events of no session, and refused ones to stderr too.
+	o.Egress.Ask = session.EgressAsk(gate, sessionID)
+	o.Egress.Record = func(rec egress.Record) {
+		if !rec.Allowed {
+			fmt.Fprintf(g.stderr, "%s\n", egress.Denied(rec))
+		}
+		if typ, data, ok := event.Encode(&rec); ok {
+			st.AddEvents(context.Background(), []store.Event{{Type: typ, Data: data}})
+		}
+	}
 	return func() { stopHost(); st.Close() }, nil
 }

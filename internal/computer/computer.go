@@ -18,11 +18,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostcmd"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/secret"
 )
 
 // Errors.
@@ -65,6 +67,24 @@ type Manager struct {
 	stores  sync.Map // agent → *checkpoint.Store, kept for its listing cache
 	// RootfsOptions are used when a computer is provisioned.
 	RootfsOptions rootfs.Options
+	// Egress serves the computers' networks; nil is a proxy with
+	// egress's default options, made at the first start that needs it.
+	Egress *egress.Proxy
+	// Secrets are the secrets computers' connections may carry; nil is
+	// the data dir's, opened at first use.
+	Secrets  *secret.Store
+	egressMu sync.Mutex
+	cas      map[string]*egress.CA // the agents' CAs, loaded once
+}
+
+// proxy is m.Egress, made if unset.
+func (m *Manager) proxy() *egress.Proxy {
+	m.egressMu.Lock()
+	defer m.egressMu.Unlock()
+	if m.Egress == nil {
+		m.Egress = egress.New(egress.Options{})
+	}
+	return m.Egress
 }
 
 // New returns a manager. Resource limits use cgroups when the host
@@ -312,7 +332,13 @@ func (c *Computer) ensureOwners(info rootfs.Info) (rootfs.Info, error) {
 
 // SessionOptions are the per-session choices.
 type SessionOptions struct {
+	// Network gives the computer the network, through den's egress
+	// proxy under Egress's policy; off, it has only its loopback.
 	Network bool
+	// Egress is the network's policy, where its connections are
+	// reported and who is asked about them. Its Agent and Session are
+	// the computer's and the session's.
+	Egress  egress.Scope
 	Mounts  []sandbox.Bind
 	Limits  sandbox.Limits
 	Env     []string // added to the base environment
@@ -363,6 +389,11 @@ func (c *Computer) Spec(session string, o SessionOptions) (sandbox.Spec, error) 
 		return sandbox.Spec{}, c.m.idErr
 	}
 	spec := sandbox.Spec{Rootfs: c.Rootfs(), Network: o.Network, Hostname: "den", Limits: o.Limits, IDs: c.m.ids}
+	if o.Network {
+		sc := o.Egress
+		sc.Agent, sc.Session = c.agent, session
+		spec.Egress = c.m.proxy().Net(sc)
+	}
 	sdir := c.SessionDir(session)
 	for _, d := range sandbox.SessionDirs {
 		h := filepath.Join(sdir, d.Name)
@@ -408,6 +439,7 @@ type Session struct {
 
 	disk    *diskMeter // what the computer holds, measured while commands run
 	diskCap int64      // 0: no cap
+	env     []string   // for the network: secrets' placeholders, den's CA
 }
 
 // Close stops every process of the session, its host-command socket and
@@ -430,7 +462,7 @@ func (c *Computer) Start(ctx context.Context, session string, o SessionOptions) 
 		Spec:       spec,
 		ControlDir: ctl,
 		OffloadDir: filepath.Join(c.SessionDir(session), "offloads"),
-		Env:        append(BaseEnv(session), o.Env...),
+		Env:        append(append(BaseEnv(session), o.Env...), s.env...),
 		Timeout:    o.Timeout,
 		Log:        o.Log,
 	})
@@ -464,10 +496,16 @@ func (c *Computer) prepare(session string, o SessionOptions) (spec sandbox.Spec,
 	if _, err := c.ensureOwnersOnce(info); err != nil {
 		return spec, nil, "", err
 	}
+	var env []string
+	if o.Network {
+		if env, err = c.egress(&o); err != nil {
+			return spec, nil, "", err
+		}
+	}
 	if spec, err = c.Spec(session, o); err != nil {
 		return spec, nil, "", err
 	}
-	s = &Session{}
+	s = &Session{env: env}
 	// A restore of the computer waits for no session, and none starts
 	// while it runs.
 	if s.use, err = c.lockShared(context.Background()); err != nil {
@@ -714,6 +752,7 @@ func (c *Computer) StartRaw(ctx context.Context, session string, o SessionOption
 	if err != nil {
 		return nil, nil, err
 	}
+	cmd.Env = append(cmd.Env, held.env...)
 	p, err := c.m.backend.Start(ctx, &spec, cmd)
 	if err != nil {
 		held.release()

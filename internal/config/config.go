@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"den.dev/den/internal/egress"
 )
 
 // Config is den's configuration.
@@ -30,6 +32,8 @@ type Config struct {
 	MCPClients map[string]MCPClient `toml:"mcp_clients"`
 	// Browser is the agents' browsers' settings.
 	Browser Browser `toml:"browser"`
+	// Network is what every computer's network shares.
+	Network Network `toml:"network"`
 	// Profiles are how sub-agents run, by name; Subagents limits them.
 	Profiles  map[string]Profile `toml:"profiles"`
 	Subagents Subagents          `toml:"subagents"`
@@ -39,6 +43,20 @@ type Config struct {
 	Schedule Schedule `toml:"schedule"`
 
 	path string
+}
+
+// Network is what every computer's network shares.
+type Network struct {
+	// Hosts pins names ("name", or "name:port" for one port) to
+	// addresses ("host" or "host:port") for den's egress proxy: den
+	// connects there for them, even to the host's loopback (a
+	// development server the user chooses to show the computers). The
+	// policy still decides whether a computer may connect at all.
+	Hosts map[string]string `toml:"hosts"`
+	// CAFiles are PEM files of certificate authorities den trusts,
+	// besides the host's, when it speaks TLS itself to a host a secret
+	// is bound to (a company's own CA, a self-hosted Git server's).
+	CAFiles []string `toml:"ca_files"`
 }
 
 // Server is den serve's settings; its flags win.
@@ -181,9 +199,14 @@ type Agent struct {
 	Instructions     string `toml:"instructions"`      // extra instructions for the system prompt
 	InstructionsFile string `toml:"instructions_file"` // or read them from a file
 
-	Rootfs  string   `toml:"rootfs"`
-	Network string   `toml:"network"`
-	Mounts  []string `toml:"mounts"`
+	Rootfs  string `toml:"rootfs"`
+	Network string `toml:"network"` // "on" or "off"; "off" is egress = "off"
+	// Egress is the computer's egress policy: "open" (the default),
+	// "allowlist", "ask" or "off"; Allow are its rules ("pypi.org",
+	// "*.github.com", "db.example.com:5432").
+	Egress string   `toml:"egress"`
+	Allow  []string `toml:"allow"`
+	Mounts []string `toml:"mounts"`
 	// Limits: sizes such as "2GiB", or "unlimited"; unset, den's
 	// defaults apply (half the host's memory, a 1 GiB /tmp, 20 GiB of
 	// disk, 4096 processes, CPU weight 50).
@@ -227,6 +250,25 @@ func (a Agent) CheckpointBudget() (budget int64, off bool, err error) {
 		err = fmt.Errorf("size %q: at least 16 MiB, or \"off\"", a.Checkpoints)
 	}
 	return n, false, err
+}
+
+// EgressPolicy is the agent's egress policy: Egress and Allow, with
+// network = "off" meaning egress = "off".
+func (a Agent) EgressPolicy() (egress.Policy, error) {
+	p, err := egress.ParsePolicy(a.Egress, a.Allow)
+	if err != nil {
+		return p, err
+	}
+	if a.Network == "off" {
+		if a.Egress != "" && p.Mode != egress.Off {
+			return p, fmt.Errorf("network = \"off\" but egress = %q: set one of them", a.Egress)
+		}
+		p.Mode = egress.Off
+	}
+	if a.Network == "on" && p.Mode == egress.Off {
+		return p, fmt.Errorf("network = \"on\" but egress = \"off\": set one of them")
+	}
+	return p, nil
 }
 
 // BrowserOn reports whether the agent may have a browser: unless
@@ -367,6 +409,15 @@ func (c *Config) validate(data []byte) error {
 	if _, _, err := c.Browser.Durations(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"browser"}), err)
 	}
+	for name, addr := range c.Network.Hosts {
+		r, err := egress.ParseRule(name)
+		if err == nil && (strings.HasPrefix(r.Host, "*.") || strings.TrimSpace(addr) == "") {
+			err = fmt.Errorf("want a name (or name:port) and an address (host or host:port)")
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %s:%d: network.hosts %q: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"network", "hosts", name}), name, err)
+		}
+	}
 	if _, err := c.Schedule.Retries(); err != nil {
 		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "delivery_retry"}), err)
 	}
@@ -402,6 +453,13 @@ func (c *Config) validate(data []byte) error {
 		case "", "on", "off":
 		default:
 			return fmt.Errorf("%w: %s %q: want \"on\" or \"off\"", ErrInvalid, at("network"), a.Network)
+		}
+		if _, err := a.EgressPolicy(); err != nil {
+			key := "egress"
+			if a.Egress == "" && len(a.Allow) > 0 {
+				key = "allow"
+			}
+			return fmt.Errorf("%w: %s: %v", ErrInvalid, at(key), err)
 		}
 		for k, v := range map[string]string{"memory": a.Memory, "tmp": a.Tmp, "disk": a.Disk} {
 			if _, _, err := ParseLimit(v); err != nil {

@@ -42,6 +42,7 @@ import (
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
 	"den.dev/den/internal/schedule"
+	"den.dev/den/internal/secret"
 	"den.dev/den/internal/server"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/tlscert"
@@ -203,7 +204,7 @@ func New(o Options) (*Daemon, error) {
 	mcp := mcpserver.New(mcpserver.Options{Runtime: d.rt, Version: o.Version, Log: o.Log})
 	d.srv = server.New(server.Options{Runtime: d.rt, Store: d.st, ConfigPath: o.ConfigPath, Reload: d.reload,
 		Version: o.Version, Log: o.Log, Metrics: d.metrics, Push: d.push, RotateToken: d.guard.Rotate, MCP: mcp,
-		Schedules: d.book})
+		Secrets: secret.Open(o.DataDir), Schedules: d.book})
 	d.streams, d.endStreams = context.WithCancel(context.Background())
 	d.http = &http.Server{
 		Handler:           d.logged(d.guard.Wrap(d.srv.Handler())),

@@ -47,7 +47,12 @@ var allowed = map[string][]string{
 	"push":    {"push", "webpush", "privfile", "store", "llm"},
 	// (schedule: den-schedule's interface names its views.)
 	"event": {"event", "agent", "llm", "tool", "sandbox", "cmdscan", "resource", "hostsvc", "hostcmd", "hostfs", "permission", "store",
-		"schedule"},
+		"schedule", "egress", "privfile", "secret"},
+	// The egress proxy knows the sandbox's network and den's private
+	// files, and nothing of sessions, the gate or the store: they wire it.
+	"egress": {"egress", "sandbox", "privfile", "secret"},
+	// Secrets are a file and their bindings, nothing more.
+	"secret": {"secret", "privfile"},
 	// privfile stands alone like the standard library, so that any layer,
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},

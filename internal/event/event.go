@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/agent"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/store"
@@ -79,8 +80,9 @@ type Restored struct {
 }
 
 // Encode returns e's type and its fields as a JSON object. e is an
-// agent.Event, a host-command event (hostsvc), a permission.Event,
-// *Status, *QueuedMessage, *Checkpoint or *Restored; ok is false for anything else, which faces
+// agent.Event, a host-command event (hostsvc), a permission.Event, a
+// connection of a computer (*egress.Record, "egress"), *Status,
+// *QueuedMessage, *Checkpoint or *Restored; ok is false for anything else, which faces
 // do not see.
 func Encode(e any) (typ string, data json.RawMessage, ok bool) {
 	v, typ := fields(e)
@@ -215,6 +217,18 @@ func fields(e any) (any, string) {
 			Path string `json:"path"`
 			Text string `json:"text"`
 		}{e.Path, e.Text}, "speech"
+	case *egress.Record:
+		// One connection of a computer; "time" is when it ended (a
+		// refused one: when it was refused).
+		var msg string
+		if !e.Allowed {
+			msg = egress.Denied(*e)
+		}
+		return struct {
+			*egress.Record
+			DurationMS int64  `json:"duration_ms"`
+			Message    string `json:"message,omitempty"`
+		}{e, e.Duration.Milliseconds(), msg}, "egress"
 	case *permission.ApprovalRequest:
 		return struct {
 			*permission.ApprovalRequest

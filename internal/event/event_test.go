@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/agent"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/store"
 )
@@ -62,6 +63,10 @@ func TestEncode(t *testing.T) {
 		{&permission.ApprovalResolved{ID: "a", Approved: true, Scope: permission.Once, DecidedBy: "web"}, "approval_resolved",
 			[]string{"id", "decision", "scope", "by"}},
 		{&agent.ToolCallEvent{ID: "c", Name: "shell_execute", Input: json.RawMessage(`{"command": "ls"`)}, "tool_call", []string{"id", "name", "input"}},
+		// One connection of a computer: time (the event's), domain, port,
+		// bytes, allowed or denied, and for a refused one how to allow it.
+		{&egress.Record{Agent: "a", Host: "example.org", Port: 443, Protocol: "tls", By: "policy", Mode: egress.Allowlist}, "egress",
+			[]string{"agent", "host", "port", "protocol", "allowed", "by", "mode", "bytes_out", "bytes_in", "duration_ms", "message"}},
 	} {
 		typ, data, ok := Encode(tc.e)
 		if !ok || typ != tc.typ {

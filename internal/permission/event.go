@@ -61,6 +61,9 @@ type ApprovalRequest struct {
 // much is left (den approvals show ID prints all of it).
 func (r *ApprovalRequest) Question() string {
 	var q string
+	if r.Command == CmdEgress && len(r.Args) == 1 {
+		return fmt.Sprintf("agent %s wants to connect to %s", ShowArg(r.Agent, 0), ShowArg(r.Args[0], MaxShownArg))
+	}
 	if r.Command == CmdMCPClient && len(r.Args) >= 2 {
 		// Not the agent: another program, through den's MCP server. Its
 		// args are the client, the tool, then the tool's own.
@@ -76,6 +79,9 @@ func (r *ApprovalRequest) Question() string {
 
 // covers says what a session or always answer to r will cover.
 func (r *ApprovalRequest) covers() string {
+	if r.Command == CmdEgress {
+		return Printable("connections to " + ShowArg(r.Subject, MaxShownArg) + " (any port)")
+	}
 	what := r.Command
 	if r.Action != "" {
 		what += " " + r.Action

@@ -73,6 +73,10 @@ const (
 	// client's name, the tool, then what the tool acts on (the
 	// approval's question and the audit line show them so).
 	CmdMCPClient = "mcp-client"
+	// CmdEgress is a connection out of a computer whose agent's egress
+	// policy is "ask" (package egress): action "connect", subject the
+	// host, decided through Gate.CheckWith.
+	CmdEgress = "egress"
 )
 
 // defaults are the decisions per trust level, keyed "command" or

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"strings"
@@ -85,9 +86,12 @@ type Spec struct {
 	// Binds are host paths bound at guest paths, after the rootfs, in
 	// order.
 	Binds []Bind
-	// Network says whether the sandbox shares the host's network. When
-	// false, only a private loopback exists inside.
+	// Network says whether the sandbox reaches the world. When false,
+	// only a private loopback exists inside. When true, Egress must be
+	// set: it is the computer's one way out.
 	Network bool
+	// Egress serves the sandbox's network when it is on.
+	Egress Egress
 	// Hostname inside the sandbox.
 	Hostname string
 	// Limits are resource limits; zero fields mean no limit.
@@ -100,6 +104,23 @@ type Spec struct {
 	// (IDs.Root). A backend that enforces it refuses a map that would
 	// make root inside host root.
 	IDs IDMap
+}
+
+// Egress is the way out of a sandbox's network: with the network on,
+// the backend hands it listeners it opened inside the sandbox's own
+// network namespace, which receive every connection and DNS query the
+// computer makes (see package netns), and nothing else leaves.
+type Egress interface {
+	// Serve serves the TCP connections tcp accepts (each redirected
+	// there; netns.OriginalDst says where it was going) and the DNS
+	// queries dns receives, in goroutines of its own. stop ends serving,
+	// closes the listeners and every connection, and waits for those
+	// goroutines.
+	Serve(tcp []net.Listener, dns net.PacketConn) (stop func())
+	// Open reports whether the policy lets every connection out: the
+	// only policy a backend that shares the host's network (proot) can
+	// honor.
+	Open() bool
 }
 
 // Cgroup is the part of a control group a backend needs to place a

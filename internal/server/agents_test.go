@@ -50,11 +50,11 @@ api_key = "sk-agents-secret-0123456789"
 	}
 	a.call("GET", "/api/v1/agents", "", http.StatusOK, &got)
 	want := []agentJSON{{
-		Name: "default", Trust: "trusted", Network: "on",
+		Name: "default", Trust: "trusted", Network: "on", Egress: "open", Allow: []string{},
 		Mounts: []string{}, Permissions: map[string]string{}, AllowedModels: []string{}, Remember: true, Browser: true,
 	}, {
 		Name: "writer", Model: "fast", Trust: "restricted", Instructions: "Write short.\nNo emoji.", InstructionsFile: "/home/me/writer.md",
-		Network: "off", Mounts: []string{"/home/me/notes:/mnt/notes:ro", "/srv/data:/data"}, Rootfs: "debian",
+		Network: "off", Egress: "open", Allow: []string{}, Mounts: []string{"/home/me/notes:/mnt/notes:ro", "/srv/data:/data"}, Rootfs: "debian",
 		Permissions:   map[string]string{"den-notify": "allow", "den-config set": "deny"},
 		AllowedModels: []string{"anthropic/claude-haiku-5-5"}, Memory: "2GiB", Tmp: "512MiB", Disk: "unlimited", Pids: 512, CPUWeight: 200,
 	}}
@@ -63,7 +63,7 @@ api_key = "sk-agents-secret-0123456789"
 	}
 	// Unset fields are empty, not missing or null, so that a form can
 	// show them.
-	for _, field := range []string{`"mounts":[]`, `"permissions":{}`, `"allowed_models":[]`, `"instructions":""`, `"rootfs":""`} {
+	for _, field := range []string{`"mounts":[]`, `"allow":[]`, `"permissions":{}`, `"allowed_models":[]`, `"instructions":""`, `"rootfs":""`} {
 		if !strings.Contains(body, field) {
 			t.Errorf("no %s in %s", field, body)
 		}

@@ -22,6 +22,7 @@ import (
 	"den.dev/den/internal/metrics"
 	"den.dev/den/internal/push"
 	"den.dev/den/internal/schedule"
+	"den.dev/den/internal/secret"
 	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/server/browserview"
 	"den.dev/den/internal/server/files"
@@ -59,6 +60,9 @@ type Options struct {
 	// MCP, when set, is den's MCP server, served at /mcp with the
 	// streamable HTTP transport; /mcp is 404 without it.
 	MCP *mcpserver.Server
+	// Secrets, when set, are the secrets the secrets routes list and
+	// change (never showing a value); they are 404 without it.
+	Secrets *secret.Store
 	// Schedules, when set, answers the schedule routes; they are 404
 	// without it.
 	Schedules *schedule.Book
@@ -178,6 +182,10 @@ func (s *Server) Routes() []Route {
 		{"POST", "/api/v1/device/{id}/claim", false, s.deviceClaim},
 		{"POST", "/api/v1/device/presence", false, s.devicePresence},
 		{"GET", "/api/v1/usage", false, s.usage},
+		{"GET", "/api/v1/network", false, s.network},
+		{"GET", "/api/v1/secrets", false, s.secrets},
+		{"PUT", "/api/v1/secrets/{name}", false, s.putSecret},
+		{"DELETE", "/api/v1/secrets/{name}", false, s.deleteSecret},
 		{"GET", "/api/v1/config", false, s.getConfig},
 		{"PATCH", "/api/v1/config", false, s.patchConfig},
 		{"GET", "/api/v1/push", false, s.pushInfo},

@@ -17,6 +17,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/permission"
@@ -77,6 +78,8 @@ type agentJSON struct {
 	Instructions     string            `json:"instructions"`
 	InstructionsFile string            `json:"instructions_file,omitempty"`
 	Network          string            `json:"network"` // "on" or "off"
+	Egress           string            `json:"egress"`  // the policy with the network on: open, allowlist or ask
+	Allow            []string          `json:"allow"`   // its rules
 	Mounts           []string          `json:"mounts"`  // HOST:GUEST[:ro|:rw], as the config writes them
 	Rootfs           string            `json:"rootfs"`  // "": alpine, when the computer is first made
 	Permissions      map[string]string `json:"permissions"`
@@ -97,8 +100,18 @@ func agentOf(name string, a config.Agent) agentJSON {
 	if out.Trust == "" {
 		out.Trust = string(permission.Trusted)
 	}
+	if pol, err := a.EgressPolicy(); err == nil && pol.Mode == egress.Off {
+		out.Network = "off" // egress = "off" is network = "off"
+	}
 	if out.Network == "" {
 		out.Network = "on" // a computer has the network unless the config turns it off
+	}
+	out.Egress, out.Allow = a.Egress, a.Allow
+	if out.Egress == "" || out.Egress == string(egress.Off) {
+		out.Egress = string(egress.Open)
+	}
+	if out.Allow == nil {
+		out.Allow = []string{}
 	}
 	if out.Mounts == nil {
 		out.Mounts = []string{}

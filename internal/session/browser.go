@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/browser"
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
@@ -64,9 +65,16 @@ func (r *Runtime) browserFor(agentName string) (*browser.Browser, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Chromium keeps its own roots, not the computer's: it is told to
+	// trust the computer's CA, with which den speaks TLS towards hosts
+	// a secret is bound to.
+	var trust []string
+	if ca, err := computer.EgressCA(r.o.DataDir, agentName); err == nil {
+		trust = []string{ca.SPKIHash()}
+	}
 	b, err := browser.New(browser.Options{
 		Dir:      filepath.Join(r.o.DataDir, "agents", agentName, "browser"),
-		Chromium: cfg.Browser.Chromium, MaxTabs: cfg.Browser.MaxTabs, TabIdle: tabIdle, Idle: idle,
+		Chromium: cfg.Browser.Chromium, MaxTabs: cfg.Browser.MaxTabs, TabIdle: tabIdle, Idle: idle, TrustSPKI: trust,
 		Log: func(s string) { r.log.Info("browser: "+s, "agent", agentName) },
 	})
 	if err != nil {

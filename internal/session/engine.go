@@ -44,6 +44,7 @@ type engine struct {
 	warned   map[string]bool // models whose unknown facts were told, MCP warnings given
 	mcp      *mcpclient.Set  // the session's MCP servers, started at their first use
 	web      webSession      // the session's browser, made at its first action
+	denials  *denials        // connections den refused the computer, for commands' results
 	rt       *Runtime
 	session  string
 }
@@ -54,7 +55,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{agent: sess.Agent, comp: comp, warned: map[string]bool{}, rt: r, session: sess.ID}
+	e := &engine{agent: sess.Agent, comp: comp, warned: map[string]bool{}, rt: r, session: sess.ID, denials: &denials{}}
 	e.info, _, _ = comp.Info()
 	faces := Faces{
 		Emit:   func(ev any) { r.emit(sess.ID, ev) },
@@ -75,6 +76,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		return nil, err
 	}
 	e.gate, e.policy, e.stopHost = gate, policy, stop
+	o.Egress.Record, o.Egress.Ask = r.egressRecord(e.denials), EgressAsk(gate, sess.ID)
 	e.mcp = r.mcpSet(comp, sess, o, gate, policy, string(e.info.PackageManager))
 	o.Host = host
 	e.opts = o
@@ -203,7 +205,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	now := time.Now()
 	base := agent.SystemPrompt(agent.Computer{
 		Distro: string(e.info.Distro), Version: e.info.Version, PackageManager: string(e.info.PackageManager),
-		Network: e.opts.Network, Mounts: mounts,
+		Network: e.opts.Network, Mounts: mounts, Egress: r.egressPrompt(e.agent), Secrets: r.secretsPrompt(e.agent),
 		// What den offers this agent: host commands, memory, skills and
 		// the browser. (Attachments are told with each message that
 		// has them.)
@@ -246,7 +248,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	}
 	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hidden, skills: e.skills,
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted,
-		checkpoint: r.checkpointer(e)}
+		checkpoint: r.checkpointer(e), denials: e.denials}
 	id := sess.ID
 	return agent.Config{
 		Model:     chain,

@@ -14,6 +14,7 @@ import (
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/event"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/llm"
@@ -970,5 +971,17 @@ func (r *Runtime) computer(ctx context.Context, agentName string) (*computer.Com
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	defer mu.Unlock()
-	return r.o.Computer(ctx, agentName)
+	comp, o, err := r.o.Computer(ctx, agentName)
+	// Every computer of a session reports its connections as the
+	// session's events (the engine's also keeps the refused ones), and
+	// follows the agent's policy as the config changes.
+	o.Egress.Record = r.egressRecord(nil)
+	start := o.Egress.Policy
+	o.Egress.Current = func() egress.Policy {
+		if p, err := r.Config().Agent(agentName).EgressPolicy(); err == nil {
+			return p
+		}
+		return start
+	}
+	return comp, o, err
 }

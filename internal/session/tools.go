@@ -29,6 +29,7 @@ type registryTools struct {
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
 	restricted bool
+	denials    *denials      // connections den refused the computer
 	checkpoint *checkpointer // nil: no checkpoints
 }
 
@@ -98,7 +99,13 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 		r.checkpoint.before(ctx, o.MessageID)
 	}
 	noteSkillRead(r.skills, c)
+	mark := r.denials.mark()
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
+	// A refused connection shows in a command as a reset or a TLS
+	// error: say which host den refused and how the user can allow it.
+	if note := r.denials.since(mark); note != "" {
+		res.Content = append(res.Content, &llm.Text{Text: "\n" + note})
+	}
 	return agent.Outcome{Result: res, ExitCode: exit}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/sandboxtest"
@@ -92,6 +93,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 // waits (part of ms/start), and removed after Close (ms/close).
 func BenchmarkSessionStart(b *testing.B) {
 	backend := newBackend(b)
+	proxy := egress.New(egress.Options{})
 	cases := []struct {
 		name    string
 		network bool
@@ -129,6 +131,10 @@ func BenchmarkSessionStart(b *testing.B) {
 					}
 					creates = append(creates, time.Since(t0))
 					opts.Spec.Cgroup = g
+				}
+				if tc.network {
+					// A computer's network is served once per start.
+					opts.Spec.Egress = proxy.Net(egress.Scope{Agent: "bench"})
 				}
 				t0 := time.Now()
 				s, err := sandbox.Start(ctx, opts)

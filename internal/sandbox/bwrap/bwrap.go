@@ -56,7 +56,6 @@ type Backend struct {
 	gid  int
 
 	owners idmap.OwnerNS // user namespaces of idmapped user mounts, as root
-	slirp  string        // slirp4netns for the network; "" looks it up
 	log    func(string)  // what den did not expect, for the log
 	sweep  sync.Once     // stale staging folders, once per backend
 
@@ -156,8 +155,9 @@ var procMasked = []string{"kcore", "keys", "kmsg", "timer_list", "sched_debug", 
 // Sources are used as given: Start stages them first when den is root.
 func (b *Backend) Args(spec *sandbox.Spec, cmd *sandbox.Cmd) []string {
 	// The computer always has a network namespace of its own: with the
-	// network on, den attaches user-mode networking to it (see Start),
-	// so the host's loopback and abstract sockets stay out of reach.
+	// network on, den redirects everything in it to its egress proxy
+	// (see Start), so the host's loopback and abstract sockets stay out
+	// of reach and nothing leaves but through den.
 	a := []string{
 		"--unshare-user", "--userns-block-fd", "3", "--info-fd", "4", "--seccomp", "5",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
@@ -267,6 +267,11 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 }
 
 func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cmd, ids sandbox.IDMap, rootUID, rootGID int) (*process, error) {
+	if spec.Network && spec.Egress == nil {
+		// Fail closed: a network nothing serves would be a network
+		// nothing polices.
+		return nil, fmt.Errorf("bwrap: the network is on but nothing serves it (no Spec.Egress)")
+	}
 	blockR, blockW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("bwrap: pipe: %w", err)
@@ -359,7 +364,7 @@ func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 		return nil, fmt.Errorf("bwrap: release: %w", err)
 	}
 	if gate != nil {
-		if err := b.attach(ctx, p, gate); err != nil {
+		if err := b.attach(ctx, p, gate, spec.Egress); err != nil {
 			p.Kill()
 			<-p.waited
 			return nil, err
@@ -373,20 +378,25 @@ func (b *Backend) start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 
 // attach gives the sandbox its network, once bwrap has set up the
 // loopback and before anything inside runs (the gate holds it there).
-func (b *Backend) attach(ctx context.Context, p *process, gate *netns.Gate) error {
+func (b *Backend) attach(ctx context.Context, p *process, gate *netns.Gate, egress sandbox.Egress) error {
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := gate.Wait(wctx); err != nil {
 		return fmt.Errorf("%w: bwrap: %v (exit: %v)", sandbox.ErrUnavailable, err, p.exitNow())
 	}
-	n, err := netns.Attach(wctx, p.child, netns.Options{Slirp: b.slirp, Log: b.log})
+	n, err := netns.Attach(wctx, p.child, netns.Options{})
 	if err != nil {
 		if errors.Is(err, netns.ErrUnavailable) {
 			return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
 		}
 		return fmt.Errorf("bwrap: network: %w", err)
 	}
-	p.net = n
+	p.net, p.stopNet = n, egress.Serve(n.TCP, n.DNS)
+	go func() {
+		// The listeners hold the namespace: they go with the sandbox.
+		<-p.waited
+		p.closeNet()
+	}()
 	return gate.Open()
 }
 
@@ -491,6 +501,8 @@ type process struct {
 	cmd       *exec.Cmd
 	stage     *stage     // staged bind sources, as root; released once the sandbox holds its copies
 	net       *netns.Net // the computer's network, when on
+	stopNet   func()     // stops serving it
+	netOnce   sync.Once
 	child     int        // host pid of pid 1 inside the sandbox
 	mu        sync.Mutex // guards childFD and gone
 	childFD   int        // a pidfd of child, -1 when none (or bwrap has exited)
@@ -564,10 +576,21 @@ func (p *process) Kill() error {
 func (p *process) Wait() error {
 	<-p.waited
 	p.Ready()
-	if p.net != nil {
-		p.net.Close()
-	}
+	p.closeNet()
 	return p.waitErr
+}
+
+// closeNet stops serving the computer's network and closes den's
+// listeners in it, once the sandbox has exited.
+func (p *process) closeNet() {
+	p.netOnce.Do(func() {
+		if p.stopNet != nil {
+			p.stopNet()
+		}
+		if p.net != nil {
+			p.net.Close()
+		}
+	})
 }
 
 // exitNow is bwrap's exit, if it has exited, for messages.

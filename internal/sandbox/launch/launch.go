@@ -1,5 +1,5 @@
 // Package launch starts den's long-lived child processes (bwrap,
-// proot, slirp4netns, the id-mapping helper) from one OS thread that
+// proot, the id-mapping helper) from one OS thread that
 // lives as long as den does.
 //
 // Those children are started with Pdeathsig (bwrap also with

@@ -7,14 +7,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +29,6 @@ type env struct {
 	// bwrap runs as the test's own user.
 	user   *sandboxtest.User
 	helper string // this test binary, where the sandbox's user can run it
-
-	mu   sync.Mutex
-	logs []string // what Attach logged
 }
 
 func newEnv(t testing.TB) *env {
@@ -44,7 +37,7 @@ func newEnv(t testing.TB) *env {
 		bwrap:   sandboxtest.Need(t, "bwrap", "bubblewrap"),
 		busybox: sandboxtest.Need(t, "busybox", "busybox-static"),
 	}
-	sandboxtest.Need(t, "slirp4netns", "slirp4netns")
+	sandboxtest.Need(t, "nsenter", "util-linux")
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -53,41 +46,9 @@ func newEnv(t testing.TB) *env {
 		e.user = sandboxtest.NewUser(t)
 		e.helper = e.user.Install(t, self, "netns.test")
 	} else {
-		needTun(t)
 		e.helper = self
 	}
 	return e
-}
-
-// needTun fails (CI=true) or skips when this user cannot open
-// /dev/net/tun, without which an unprivileged slirp4netns cannot work.
-func needTun(t testing.TB) {
-	t.Helper()
-	f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
-	if err == nil {
-		f.Close()
-		return
-	}
-	msg := fmt.Sprintf("uid %d cannot open /dev/net/tun (%v): chmod 0666 /dev/net/tun, as udev does", os.Geteuid(), err)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-func (e *env) options(t testing.TB) netns.Options {
-	return netns.Options{Log: func(s string) {
-		e.mu.Lock()
-		e.logs = append(e.logs, s)
-		e.mu.Unlock()
-		t.Log(s)
-	}}
-}
-
-func (e *env) logged() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.logs...)
 }
 
 // box is a sandbox started as den starts one: its own user, network and
@@ -268,183 +229,8 @@ func (b *box) kill() {
 	}
 }
 
-// run runs argv in a fresh sandbox with the network on and returns its
-// output and exit error. It checks on the way that slirp4netns goes by
-// itself when the sandbox does, and that Close then returns nil.
-func (e *env) run(t testing.TB, extraEnv []string, argv ...string) (string, error) {
-	t.Helper()
-	b := e.startBox(t, true, extraEnv, argv...)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := b.attach(t, ctx, e.options(t))
-	if err != nil {
-		t.Fatalf("attach: %v", err)
-	}
-	out, err := b.wait(t)
-	if !gone(n.Pid(), 200) {
-		t.Errorf("slirp4netns (pid %d) still runs after its sandbox exited", n.Pid())
-	}
-	if cerr := closeWithin(t, n, 10*time.Second); cerr != nil {
-		t.Errorf("close: %v", cerr)
-	}
-	return out, err
-}
-
-// closeWithin calls Close, failing the test if it has not returned
-// within limit (a bound for a hang, not a speed expectation).
-func closeWithin(t testing.TB, n *netns.Net, limit time.Duration) error {
-	t.Helper()
-	c := make(chan error, 1)
-	go func() { c <- n.Close() }()
-	select {
-	case err := <-c:
-		return err
-	case <-time.After(limit):
-		t.Fatalf("Close has not returned after %v", limit)
-		return nil
-	}
-}
-
-// gone polls, 50 ms apart, at most polls times, until pid no longer
-// runs (a zombie does not run).
-func gone(pid, polls int) bool {
-	for range polls {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return true
-		}
-		if i := bytes.LastIndex(b, []byte(") ")); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
-// slirpsFor lists the running slirp4netns processes attached to pid.
-func slirpsFor(pid int) []int {
-	var out []int
-	want := strconv.Itoa(pid)
-	ents, _ := os.ReadDir("/proc")
-	for _, ent := range ents {
-		p, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) >= 3 && filepath.Base(args[0]) == "slirp4netns" && args[len(args)-2] == want && !gone(p, 1) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// status returns a field of /proc/PID/status, split into words.
-func status(t testing.TB, pid int, field string) []string {
-	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		t.Fatalf("status of %d: %v", pid, err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) > 1 && f[0] == field+":" {
-			return f[1:]
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return nil
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// listener accepts connections, answers each with its token and counts
-// them.
-type listener struct {
-	ln       net.Listener
-	token    string
-	accepted atomic.Int64
-	wg       sync.WaitGroup
-}
-
-// listen listens on network and addr and serves until the test ends.
-func listen(t testing.TB, network, addr string) *listener {
-	t.Helper()
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatalf("listen %s %s: %v", network, addr, err)
-	}
-	return serve(t, ln)
-}
-
-func serve(t testing.TB, ln net.Listener) *listener {
-	l := &listener{ln: ln, token: "den-test-token-" + randomHex(8)}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			l.accepted.Add(1)
-			c.Write([]byte(l.token + "\n"))
-			c.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		l.wg.Wait()
-	})
-	return l
-}
-
-// port is the listener's TCP port.
-func (l *listener) port() string {
-	_, p, _ := net.SplitHostPort(l.ln.Addr().String())
-	return p
-}
-
-// datagrams counts what a UDP socket receives until the test ends.
-type datagrams struct {
-	conn net.PacketConn
-	got  atomic.Int64
-	wg   sync.WaitGroup
-}
-
-func listenUDP(t testing.TB, addr string) *datagrams {
-	t.Helper()
-	c, err := net.ListenPacket("udp", addr)
-	if err != nil {
-		t.Fatalf("listen udp %s: %v", addr, err)
-	}
-	d := &datagrams{conn: c}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := c.ReadFrom(buf); err != nil {
-				return
-			}
-			d.got.Add(1)
-		}
-	}()
-	t.Cleanup(func() {
-		c.Close()
-		d.wg.Wait()
-	})
-	return d
-}
-
-func (d *datagrams) port() string {
-	_, p, _ := net.SplitHostPort(d.conn.LocalAddr().String())
-	return p
 }

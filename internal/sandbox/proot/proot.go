@@ -86,6 +86,9 @@ func (b *Backend) Start(ctx context.Context, spec *sandbox.Spec, cmd *sandbox.Cm
 	if !spec.Network {
 		return nil, fmt.Errorf("%w: proot cannot turn the network off; set the agent's network to on, or use the bwrap backend", sandbox.ErrUnavailable)
 	}
+	if spec.Egress == nil || !spec.Egress.Open() {
+		return nil, fmt.Errorf("%w: proot shares the host's network and cannot enforce an egress policy; set the agent's egress to \"open\", or use the bwrap backend", sandbox.ErrUnavailable)
+	}
 	for _, m := range spec.Binds {
 		if m.ReadOnly && !m.Internal {
 			return nil, fmt.Errorf("%w: proot cannot enforce the read-only mount %s; use the bwrap backend or mount it read-write", sandbox.ErrUnavailable, m)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
@@ -185,6 +186,7 @@ func Start(t testing.TB, b sandbox.Backend, opts ...Option) *Env {
 			Rootfs:  Rootfs(t),
 			IDs:     IDs(t),
 			Network: true,
+			Egress:  egress.New(egress.Options{}).Net(egress.Scope{Agent: "test", Policy: egress.Policy{Mode: egress.Open}}),
 			Binds: []sandbox.Bind{
 				{Host: e.Workspace, Guest: sandbox.GuestWorkspace},
 				{Host: e.Offloads, Guest: sandbox.GuestOffloads},

@@ -565,7 +565,7 @@ func escapeNetwork(t *testing.T, b sandbox.Backend) {
 	if strings.Contains(r.Output, "host-listener") || strings.Contains(r.Output, "host-abstract") {
 		t.Errorf("network on reached the host's loopback: %q", r.Output)
 	}
-	if !strings.Contains(r.Output, "tap0") || !strings.Contains(r.Output, "default via") {
+	if !strings.Contains(r.Output, "den0") || !strings.Contains(r.Output, "default via") {
 		t.Errorf("network on has no interface or route of its own: %q", r.Output)
 	}
 	if lines := strings.Split(strings.TrimSpace(r.Output), "\n"); len(lines) < 2 || lines[len(lines)-2] != "0" {

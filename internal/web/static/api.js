@@ -69,6 +69,7 @@ export const api = {
   edit: (id, messageID, text) => call("POST", `/api/v1/sessions/${enc(id)}/messages/${enc(messageID)}/edit`, { text }),
   branch: (id, messageID) => call("POST", `/api/v1/sessions/${enc(id)}/branch`, { message_id: messageID }),
   approvals: () => call("GET", "/api/v1/approvals"),
+  network: (params) => call("GET", "/api/v1/network?" + new URLSearchParams(params)),
   browser: (id) => call("GET", `/api/v1/sessions/${enc(id)}/browser`),
   checkpoints: (id) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints`),
   changes: (id, checkpoint) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/changes`),
@@ -168,5 +169,5 @@ export function follow(path, after, onEvent, onState, extra = {}) {
 const EVENT_TYPES = [
   "session", "text", "thinking", "tool_call", "tool_result", "usage", "done", "error", "warning",
   "retry", "model", "compaction", "notify", "speech", "open", "status", "message", "queued",
-  "approval_request", "approval_resolved", "schedule", "schedule_run", "schedule_delivery", "checkpoint", "restored",
+  "approval_request", "approval_resolved", "schedule", "schedule_run", "schedule_delivery", "checkpoint", "restored", "egress",
 ];

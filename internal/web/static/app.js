@@ -351,6 +351,7 @@ function useSession(id, onError) {
   const [status, setStatus] = useState("idle");
   const [failure, setFailure] = useState("");
   const [request, setRequest] = useState(null); // the last request's input tokens by part
+  const [egress, setEgress] = useState([]); // the computer's connections, newest first
   const calls = useRef(new Map()); // call id → what its events said (labels, output, duration, exit code)
   const [tick, bump] = useState(0); // bumped when a call's facts change
   const [browserTick, bumpBrowser] = useState(0); // bumped when a browser_use call ends
@@ -385,10 +386,16 @@ function useSession(id, onError) {
     setApprovals((r.approvals || []).filter((a) => a.session_id === id));
   }, [id]);
 
+  const loadEgress = useCallback(async () => {
+    const r = await api.network({ session: id, limit: MAX_CONNECTIONS });
+    setEgress(r.connections || []);
+  }, [id]);
+
   useEffect(() => {
     let closed = false;
     let pendingReload = null;
     setLive([]);
+    setEgress([]);
     calls.current = new Map();
     setCheckpoints(new Map());
     (async () => {
@@ -396,6 +403,7 @@ function useSession(id, onError) {
       try {
         r = await reload();
         await loadApprovals();
+        await loadEgress();
         await loadCheckpoints();
       } catch (e) {
         onError(message(e));
@@ -459,6 +467,8 @@ function useSession(id, onError) {
           case "approval_resolved":
             setApprovals((list) => list.filter((a) => a.id !== e.id));
             break;
+          case "egress":
+            setEgress((list) => [e, ...list.filter((x) => x.event_id !== e.event_id)].slice(0, MAX_CONNECTIONS));
           case "checkpoint":
           case "restored":
             loadCheckpoints().catch(() => {});
@@ -472,6 +482,7 @@ function useSession(id, onError) {
       stream.current && stream.current.restart();
       reload().catch(() => {});
       loadApprovals().catch(() => {});
+      loadEgress().catch(() => {});
     };
     document.addEventListener("visibilitychange", wake);
     window.addEventListener("online", wake);
@@ -502,7 +513,7 @@ function useSession(id, onError) {
     return r.memory;
   }, [id]);
 
-  return { sess, messages, more, older, queued, live, approvals, status, failure, request, calls: calls.current, tick, browserTick, reload, setMemory,
+  return { sess, messages, more, older, queued, live, approvals, status, failure, request, egress, calls: calls.current, tick, browserTick, reload, setMemory,
     checkpoints, loadCheckpoints };
 }
 
@@ -614,6 +625,7 @@ function Chat({ id, onError, onTitle, panel, setPanel, onMemory, onBrowser }) {
           <span></span><span></span><span></span></div>`}
         ${s.failure && html`<div class="banner error" role="alert">${s.failure}</div>`}
         ${!busy && s.request && win.end >= visible.length && html`<${RequestInfo} parts=${s.request} />`}
+        ${s.egress.length > 0 && win.end >= visible.length && html`<${NetworkInfo} conns=${s.egress} />`}
       </div>
       ${!win.following && html`<button class="latest" onClick=${() => { stick.current = true; win.latest(); }}>Jump to the latest</button>`}
       <${Composer} id=${id} busy=${busy} onError=${onError} onSent=${() => { stick.current = true; onTitle(); }}
@@ -751,6 +763,30 @@ function RequestInfo({ parts }) {
     <table><tbody>${rows.map(([k, label]) => html`<tr key=${k}><th scope="row">${label}</th>
       <td>${parts[k].toLocaleString()}</td><td>${Math.round((100 * parts[k]) / total)}%</td></tr>`)}</tbody></table>
     <p class="muted">The provider's count, shared among the parts by den's estimates.</p></details>`;
+}
+
+// MAX_CONNECTIONS is how many of a session's connections the chat keeps.
+const MAX_CONNECTIONS = 100;
+
+// NetworkInfo lists the connections of the session's computer, newest
+// first: each went out through den, or was refused, and says why.
+function NetworkInfo({ conns }) {
+  const refused = conns.filter((c) => !c.allowed).length;
+  const time = (c) => new Date(c.time).toLocaleTimeString();
+  return html`<details class="network-info"><summary>Network: ${conns.length}${conns.length >= MAX_CONNECTIONS ? "+" : ""} connection${conns.length === 1 ? "" : "s"}${
+    refused > 0 && html`, <span class="refused">${refused} refused</span>`}</summary>
+    <table><tbody>${conns.map((c) => html`<tr key=${c.event_id} class=${c.allowed ? "" : "refused"} title=${c.message || c.error || ""}>
+      <td>${time(c)}</td><th scope="row">${c.host}:${c.port}</th>
+      <td>${c.allowed ? "allowed" : "refused"}${c.by && c.by !== "policy" ? ` (${c.by})` : ""}${c.secrets ? " · secret" : ""}</td>
+      <td>${c.allowed ? `↑${bytes(c.bytes_out)} ↓${bytes(c.bytes_in)}` : ""}</td></tr>
+      ${!c.allowed && c.message && html`<tr class="why"><td></td><td colspan="3">${c.message}</td></tr>`}`)}</tbody></table>
+    <p class="muted">Every connection of the computer leaves through den under the agent's egress policy (den network log).</p></details>`;
+}
+
+function bytes(n) {
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+  if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KiB";
+  return n + " B";
 }
 
 function precedingUser(msgs, i) {

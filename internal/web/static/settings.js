@@ -1,7 +1,8 @@
-// Settings: the agents (model, trust, instructions, network, mounts,
-// permissions), the models and groups, the providers (keys written,
-// never shown again), the standing approvals, usage and cost per day
-// and per session, this device's notifications, and den's token.
+// Settings: the agents (model, trust, instructions, network and its
+// egress policy, mounts, permissions), the models and groups, the
+// providers and the secrets (keys and values written, never shown
+// again), the standing approvals, usage and cost per day and per
+// session, this device's notifications, and den's token.
 // Changes go through PATCH /api/v1/config, checked as den config set
 // checks them: a change den refuses leaves the file as it was.
 import { h } from "preact";
@@ -40,7 +41,7 @@ const COMMANDS = [
   "den-speak", "den-location", "den-camera",
 ];
 
-const SECTIONS = [["s-agents", "Agents"], ["s-models", "Models"], ["s-providers", "Providers"], ["s-mcp", "MCP"], ["s-rules", "Approvals"],
+const SECTIONS = [["s-agents", "Agents"], ["s-models", "Models"], ["s-providers", "Providers"], ["s-secrets", "Secrets"], ["s-mcp", "MCP"], ["s-rules", "Approvals"],
   ["s-usage", "Usage"], ["s-device", "This device"], ["s-access", "Access"]];
 
 export function Settings({ onError, onClose, onOpen }) {
@@ -89,6 +90,7 @@ export function Settings({ onError, onClose, onOpen }) {
         </section>
         <${Models} catalog=${catalog} save=${save} />
         <${Providers} catalog=${catalog} save=${save} />
+        <${Secrets} agents=${agents} save=${save} />
         <${MCP} agents=${agents} />
         <${Rules} onError=${onError} save=${save} />
         <${Usage} onOpen=${onOpen} />
@@ -107,6 +109,8 @@ function AgentForm({ a, save, fallback }) {
   const [model, setModel] = useState(a.model || "");
   const [trust, setTrust] = useState(a.trust || "trusted");
   const [network, setNetwork] = useState(a.network || "on");
+  const [egress, setEgress] = useState(a.egress || "open");
+  const [allow, setAllow] = useState((a.allow || []).join("\n"));
   const [remember, setRemember] = useState(a.remember !== false);
   const [browse, setBrowse] = useState(a.browser !== false);
   const [instructions, setInstructions] = useState(a.instructions || "");
@@ -129,6 +133,11 @@ function AgentForm({ a, save, fallback }) {
     put("model", model.trim(), a.model || "");
     put("trust", trust, a.trust || "trusted");
     put("network", network, a.network || "on");
+    if (network === "on") {
+      // egress = "off" is the network off: turning it on sets a policy.
+      put("egress", egress, a.network === "off" ? "" : a.egress || "open");
+      put("allow", allow.split(/[\s,]+/).filter(Boolean), a.allow || []);
+    }
     if (remember !== (a.remember !== false)) set[key(...prefix, "remember")] = remember;
     if (browse !== (a.browser !== false)) set[key(...prefix, "browser")] = browse;
     put("instructions", instructions, a.instructions || "");
@@ -154,6 +163,13 @@ function AgentForm({ a, save, fallback }) {
       <label>Network <select name="network" value=${network} onChange=${(e) => setNetwork(e.target.value)}>
         <option value="on">on</option><option value="off">off</option></select></label>
     </div>
+    ${network === "on" && html`<div class="pair">
+      <label>Egress <select name="egress" value=${egress} onChange=${(e) => setEgress(e.target.value)}>
+        <option value="open">open: every host, recorded</option><option value="allowlist">allowlist: only the hosts below</option>
+        <option value="ask">ask: the hosts below, then ask</option></select></label>
+      <label>Allowed hosts <textarea name="allow" rows="2" placeholder="pypi.org, *.github.com, db.example.com:5432"
+        value=${allow} onInput=${(e) => setAllow(e.target.value)}></textarea></label>
+    </div>`}
     <label class="check"><input type="checkbox" name="remember" checked=${remember} onChange=${(e) => setRemember(e.target.checked)} />
       Memory: remember across sessions (/den/memory; each chat can turn it off)</label>
     <label class="check"><input type="checkbox" name="browser" checked=${browse} onChange=${(e) => setBrowse(e.target.checked)} />
@@ -299,6 +315,63 @@ function MCP({ agents }) {
       </details></li>`)}
       ${byAgent[a.name] && byAgent[a.name].length === 0 && html`<li class="muted">None.</li>`}</ul>
     </div>`)}
+  </section>`;
+}
+
+// ---------------------------------------------------------------- secrets
+
+const FORMS = [["header", "Header"], ["basic", "Basic auth (value as password)"], ["query", "Query parameter"]];
+
+// Secrets are values agents use without seeing them: each bound to
+// hosts, sent by den only there. Values are written, never shown.
+function Secrets({ agents, save }) {
+  const [list, setList] = useState(null);
+  const blank = { name: "", hosts: "", form: "header", header: "Authorization: Bearer {{value}}", basic: "", query: "", value: "", agents: "" };
+  const [f, setF] = useState(blank);
+  const load = () => request("GET", "/api/v1/secrets").then((r) => setList(r.secrets || []), () => setList([]));
+  useEffect(() => {
+    load();
+  }, []);
+  const submit = async (e) => {
+    e.preventDefault();
+    const body = { value: f.value, hosts: f.hosts.split(/[\s,]+/).filter(Boolean),
+      agents: f.agents.split(/[\s,]+/).filter(Boolean) };
+    body[f.form] = f[f.form].trim();
+    const ok = await save(`Secret ${f.name}`, () => request("PUT", `/api/v1/secrets/${encodeURIComponent(f.name.trim())}`, body));
+    if (ok) {
+      setF(blank);
+      load();
+    }
+  };
+  const remove = (s) => save(`Removing ${s.name}`, () => request("DELETE", `/api/v1/secrets/${encodeURIComponent(s.name)}`)).then(load);
+  const as = (s) => (s.basic ? `basic auth as ${s.basic}` : s.query ? `query parameter ${s.query}` : `header ${s.header}`);
+  return html`<section aria-labelledby="s-secrets"><h3 id="s-secrets">Secrets</h3>
+    <p class="muted">Values agents use without seeing them: inside, <code>$NAME</code> holds <code>den-secret:NAME</code>, and den puts
+      the value into requests to the bound hosts only, over HTTPS. Values are never shown again.</p>
+    <ul class="rows">${(list || []).map((s) => html`<li key=${s.name}>
+      <span class="grow"><strong>${s.name}</strong> <span class="muted">to ${s.hosts.join(", ")} · ${as(s)}${s.agents.length ? " · " + s.agents.join(", ") : ""}</span></span>
+      <button type="button" aria-label=${"Remove secret " + s.name} onClick=${() => remove(s)}>Remove</button></li>`)}
+      ${list && list.length === 0 && html`<li class="muted">None.</li>`}</ul>
+    <form class="card" onSubmit=${submit} aria-label="Set a secret">
+      <div class="pair">
+        <label>Name <input name="secret_name" value=${f.name} placeholder="GITHUB_TOKEN" autocomplete="off" required
+          onInput=${(e) => setF({ ...f, name: e.target.value.toUpperCase() })} /></label>
+        <label>Hosts <input name="secret_hosts" value=${f.hosts} placeholder="api.github.com, *.example.com" autocomplete="off" required
+          onInput=${(e) => setF({ ...f, hosts: e.target.value })} /></label>
+      </div>
+      <div class="pair">
+        <label>Sent as <select name="secret_form" value=${f.form} onChange=${(e) => setF({ ...f, form: e.target.value })}>
+          ${FORMS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}</select></label>
+        <label>${f.form === "header" ? "Header" : f.form === "basic" ? "User" : "Parameter"}
+          <input name="secret_slot" value=${f[f.form]} autocomplete="off" placeholder=${f.form === "basic" ? "x-access-token" : f.form === "query" ? "key" : ""}
+            onInput=${(e) => setF({ ...f, [f.form]: e.target.value })} /></label>
+      </div>
+      <label>Value <input name="secret_value" type="password" value=${f.value} autocomplete="new-password"
+        placeholder="the token or password (empty: keep the one set)" onInput=${(e) => setF({ ...f, value: e.target.value })} /></label>
+      <label>Agents <input name="secret_agents" value=${f.agents} placeholder=${"every agent" + (agents.length ? ` (${agents.map((a) => a.name).join(", ")})` : "")}
+        autocomplete="off" onInput=${(e) => setF({ ...f, agents: e.target.value })} /></label>
+      <button class="primary" type="submit">Set secret</button>
+    </form>
   </section>`;
 }
 
