@@ -94,19 +94,8 @@ func (s *Store) Events(ctx context.Context, session string, after int64, limit i
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e Event
-			var sess sql.NullString
-			var t int64
-			var data string
-			if err := rows.Scan(&e.ID, &sess, &e.Type, &t, &data); err != nil {
-				return err
-			}
-			e.Session, e.Time, e.Data = sess.String, fromNanos(t), json.RawMessage(data)
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = scanEvents(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: events: %w", err)
@@ -136,4 +125,23 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("store: last event: %w", err)
 	}
 	return id.Int64, nil
+}
+
+// scanEvents reads rows of (id, session_id, type, time, data) and
+// closes them.
+func scanEvents(rows *sql.Rows) ([]Event, error) {
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		var e Event
+		var sess sql.NullString
+		var t int64
+		var data string
+		if err := rows.Scan(&e.ID, &sess, &e.Type, &t, &data); err != nil {
+			return nil, err
+		}
+		e.Session, e.Time, e.Data = sess.String, fromNanos(t), json.RawMessage(data)
+		out = append(out, e)
+	}
+	return out, rows.Err()
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -43,19 +42,8 @@ func (s *Store) EgressEvents(ctx context.Context, f EgressFilter) ([]Event, erro
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var e Event
-			var sess sql.NullString
-			var t int64
-			var data string
-			if err := rows.Scan(&e.ID, &sess, &e.Type, &t, &data); err != nil {
-				return err
-			}
-			e.Session, e.Time, e.Data = sess.String, fromNanos(t), json.RawMessage(data)
-			out = append(out, e)
-		}
-		return rows.Err()
+		out, err = scanEvents(rows)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: egress events: %w", err)
