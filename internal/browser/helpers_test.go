@@ -69,9 +69,7 @@ func startComputer(t testing.TB) (*computer.Computer, *computer.Session) {
 // its goroutine.) It needs root.
 func listenInside(t testing.TB, s *computer.Session, port int) net.Listener {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("serving inside a computer's network namespace from the test needs root")
-	}
+	sandboxtest.NeedRoot(t, "serving inside a computer's network namespace from the test needs root")
 	pid, ok := s.Process().HostPid(1)
 	if !ok {
 		t.Fatal("the computer has no first process")

@@ -10,6 +10,7 @@ import (
 
 	"den.dev/den/internal/checkpoint"
 	"den.dev/den/internal/checkpoint/checkpointtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
 func describe(t *testing.T, root string) []string {
@@ -51,7 +52,5 @@ func tree(path string) checkpoint.Tree {
 
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: owners, devices and mounts")
-	}
+	sandboxtest.NeedRoot(t, "owners, devices and mounts need root")
 }

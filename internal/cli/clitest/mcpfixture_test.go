@@ -75,12 +75,7 @@ func nodeLayer(t testing.TB) string {
 	t.Helper()
 	mods := npmPackages(t)
 	sandboxtest.Need(t, "debootstrap", "debootstrap")
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the Debian computer with Node.js needs debootstrap, which needs root")
-		}
-		t.Skip("the Debian base needs debootstrap as root")
-	}
+	sandboxtest.NeedRoot(t, "the Debian computer with Node.js needs debootstrap, which needs root")
 	out := filepath.Join(testCache(t), nodeLayerName)
 	defer cacheLock(t, nodeLayerName)()
 	if _, err := os.Stat(out); err == nil {

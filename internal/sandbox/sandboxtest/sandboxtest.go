@@ -38,6 +38,19 @@ func Need(t testing.TB, tool, pkg string) string {
 	return ""
 }
 
+// NeedRoot fails (under CI=true, which runs as root) or skips a test
+// that must run as root, saying why.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: run the tests as root", why)
+	}
+	t.Skipf("%s: run the tests as root", why)
+}
+
 var (
 	rootOnce sync.Once
 	rootDir  string
