@@ -108,6 +108,20 @@ const deliveryCols = `id, schedule_id, kind, title, body, session_id, speak, sta
 
 type scanner interface{ Scan(...any) error }
 
+// scanRows reads every row with scan, and closes rows.
+func scanRows[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 func scanSchedule(r scanner) (Schedule, error) {
 	var j Schedule
 	var anchor, grace, jitter, created, updated, accounted int64
@@ -188,15 +202,8 @@ func (s *Store) Schedules(ctx context.Context, agent string) ([]Schedule, error)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			j, err := scanSchedule(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, j)
-		}
-		return rows.Err()
+		out, err = scanRows(rows, scanSchedule)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: schedules: %w", err)
@@ -234,15 +241,8 @@ func (s *Store) ScheduleRuns(ctx context.Context, q RunQuery) ([]ScheduleRun, er
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			u, err := scanRun(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, u)
-		}
-		return rows.Err()
+		out, err = scanRows(rows, scanRun)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: schedule runs: %w", err)
@@ -575,16 +575,7 @@ func (t *ScheduleTx) runs(query string, args ...any) ([]ScheduleRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []ScheduleRun
-	for rows.Next() {
-		u, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	return out, rows.Err()
+	return scanRows(rows, scanRun)
 }
 
 // PruneRuns deletes the job's runs that ended before before, keeping
@@ -646,16 +637,7 @@ func (t *ScheduleTx) DeliveriesDue(now time.Time) ([]ScheduleDelivery, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []ScheduleDelivery
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return scanRows(rows, scanDelivery)
 }
 
 // ReleaseDeliveries makes every pending delivery due at now: the
