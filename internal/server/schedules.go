@@ -71,6 +71,16 @@ func scheduleID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// bookJob is the schedules' book and the job the path names.
+func (s *Server) bookJob(r *http.Request) (*schedule.Book, int64, error) {
+	b, err := s.book()
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := scheduleID(r)
+	return b, id, err
+}
+
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.book()
 	if err != nil {
@@ -108,11 +118,7 @@ func (s *Server) addSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.book()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(r)
+	b, id, err := s.bookJob(r)
 	if err != nil {
 		return err
 	}
@@ -124,11 +130,7 @@ func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) editSchedule(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.book()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(r)
+	b, id, err := s.bookJob(r)
 	if err != nil {
 		return err
 	}
@@ -151,11 +153,7 @@ func (s *Server) editSchedule(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.book()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(r)
+	b, id, err := s.bookJob(r)
 	if err != nil {
 		return err
 	}
@@ -168,11 +166,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 
 // scheduleAction answers POST /api/v1/schedules/{id}/{pause,resume,run}.
 func (s *Server) scheduleAction(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.book()
-	if err != nil {
-		return err
-	}
-	id, err := scheduleID(r)
+	b, id, err := s.bookJob(r)
 	if err != nil {
 		return err
 	}
