@@ -19,6 +19,7 @@ import (
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/sandbox/idmap"
 	"den.dev/den/internal/sandbox/rootfs"
+	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/store"
 )
 
@@ -532,41 +533,13 @@ func TestSumLines(t *testing.T) {
 // never gets the host folder's file into an archive.
 func TestCreateNeverFollowsSwappedFolder(t *testing.T) {
 	f := newFixture(t)
-	host := t.TempDir()
-	const canary = "host-file-the-computer-must-not-get"
-	os.WriteFile(filepath.Join(host, "secret"), []byte(canary), 0o600)
-	swap := filepath.Join(f.data, "agents/default/rootfs/swap")
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tmp := swap + ".new"
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.MkdirAll(tmp, 0o755)
-			os.WriteFile(filepath.Join(tmp, "secret"), []byte("harmless"), 0o644)
-			os.RemoveAll(swap)
-			os.Rename(tmp, swap)
-			os.Remove(tmp)
-			os.Symlink(host, tmp)
-			os.RemoveAll(swap)
-			os.Rename(tmp, swap)
-		}
-	}()
-	defer func() {
-		close(stop)
-		<-done
-	}()
+	sandboxtest.SwapFolderForLink(t, filepath.Join(f.data, "agents/default/rootfs/swap"))
 	for range 30 {
 		var buf bytes.Buffer
 		if _, err := Create(context.Background(), &buf, Options{DataDir: f.data}); err != nil {
 			t.Fatal(err)
 		}
-		if _, raw := entries(t, buf.Bytes()); bytes.Contains(raw, []byte(canary)) {
+		if _, raw := entries(t, buf.Bytes()); bytes.Contains(raw, []byte(sandboxtest.SwapCanary)) {
 			t.Fatal("a host file reached the archive through a folder swapped for a link")
 		}
 	}

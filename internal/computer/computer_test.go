@@ -436,40 +436,13 @@ func TestDiskCap(t *testing.T) {
 func TestExportNeverFollowsSwappedFolder(t *testing.T) {
 	m := newManager(t)
 	c := busyboxComputer(t, m, "swapper")
-	host := t.TempDir()
-	const canary = "host-file-the-computer-must-not-get"
-	os.WriteFile(filepath.Join(host, "secret"), []byte(canary), 0o600)
-	swap := filepath.Join(c.Rootfs(), "swap")
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tmp := swap + ".new"
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			os.MkdirAll(tmp, 0o755)
-			os.WriteFile(filepath.Join(tmp, "secret"), []byte("harmless"), 0o644)
-			os.RemoveAll(swap)
-			os.Rename(tmp, swap)
-			os.Remove(tmp)
-			os.Symlink(host, tmp)
-			os.RemoveAll(swap)
-			os.Rename(tmp, swap)
-		}
-	}()
-	defer func() {
-		close(stop)
-		<-done
-	}()
+	sandboxtest.SwapFolderForLink(t, filepath.Join(c.Rootfs(), "swap"))
 	for range 30 {
 		var buf bytes.Buffer
 		if err := c.Export(context.Background(), &buf); err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Contains(buf.Bytes(), []byte(canary)) {
+		if bytes.Contains(buf.Bytes(), []byte(sandboxtest.SwapCanary)) {
 			t.Fatal("a host file reached the export through a folder swapped for a link")
 		}
 	}

@@ -310,3 +310,43 @@ func controlDir(t testing.TB, fallback string) string {
 	}
 	return filepath.Join(fallback, "control")
 }
+
+// SwapCanary is the content of the host file SwapFolderForLink offers:
+// an archive or a copy holding it read the host through a link.
+const SwapCanary = "host-file-the-computer-must-not-get"
+
+// SwapFolderForLink plays a hostile computer until the test ends: it
+// keeps replacing the folder swap (holding a harmless file "secret")
+// with a link to a host folder whose "secret" holds SwapCanary, and
+// back.
+func SwapFolderForLink(t testing.TB, swap string) {
+	t.Helper()
+	host := t.TempDir()
+	if err := os.WriteFile(filepath.Join(host, "secret"), []byte(SwapCanary), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tmp := swap + ".new"
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.MkdirAll(tmp, 0o755)
+			os.WriteFile(filepath.Join(tmp, "secret"), []byte("harmless"), 0o644)
+			os.RemoveAll(swap)
+			os.Rename(tmp, swap)
+			os.Remove(tmp)
+			os.Symlink(host, tmp)
+			os.RemoveAll(swap)
+			os.Rename(tmp, swap)
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+	})
+}
