@@ -2,24 +2,18 @@ package browser
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/egress"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/sandbox/bwrap"
 	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/secret"
@@ -32,15 +26,8 @@ func TestBoundHost(t *testing.T) {
 	needBrowser(t)
 	// A server on the host's loopback with a certificate of the test's
 	// own CA, which den is told to trust for the hosts it speaks TLS to.
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "browser test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"bound.example"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	leafDER, _ := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &key.PublicKey, caKey)
+	upstream := egresstest.NewCA(t)
+	cert := upstream.Leaf(t, "bound.example")
 	var mu sync.Mutex
 	var auth []string
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -52,11 +39,10 @@ func TestBoundHost(t *testing.T) {
 		auth = append(auth, r.Header.Get("Authorization"))
 		mu.Unlock()
 		fmt.Fprint(w, "<!doctype html><title>Bound page</title><p>bound page body</p>")
-	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}}
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}}}
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	pool := upstream.Pool
 
 	b, err := bwrap.New("")
 	if err != nil {

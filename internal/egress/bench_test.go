@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"den.dev/den/internal/egress"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/secret"
 )
 
 // benchServer serves, over HTTPS, a small answer at /, and over HTTP
 // size bytes at /big.
-func benchServer(b *testing.B, ca *testCA) (httpsAddr, httpAddr string) {
+func benchServer(b *testing.B, ca *egresstest.CA) (httpsAddr, httpAddr string) {
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -42,7 +43,7 @@ func benchServer(b *testing.B, ca *testCA) (httpsAddr, httpAddr string) {
 			w.Write(chunk)
 		}
 	})
-	s1 := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{*ca.leaf(b, "bench.example")}}}
+	s1 := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{*ca.Leaf(b, "bench.example")}}}
 	s2 := &http.Server{Handler: h}
 	go s1.ServeTLS(tl, "", "")
 	go s2.Serve(hl)
@@ -84,11 +85,11 @@ func BenchmarkHTTPSRequest(b *testing.B) {
 }
 
 func benchHTTPS(b *testing.B, withSecret bool) {
-	ca := newCA(b)
+	ca := egresstest.NewCA(b)
 	httpsAddr, _ := benchServer(b, ca)
-	p := egress.New(egress.Options{Hosts: map[string]string{"bench.example:443": httpsAddr}, RootCAs: ca.pool})
+	p := egress.New(egress.Options{Hosts: map[string]string{"bench.example:443": httpsAddr}, RootCAs: ca.Pool})
 	sc := egress.Scope{Agent: "bench"}
-	trusted := ca.pem
+	trusted := ca.PEM
 	if withSecret {
 		dca, err := egress.LoadCA(filepath.Join(b.TempDir(), "ca"), "bench")
 		if err != nil {
@@ -103,7 +104,7 @@ func benchHTTPS(b *testing.B, withSecret bool) {
 	os.WriteFile(caFile, trusted, 0o644)
 	sandboxtest.Own(b, caFile)
 	hostCA := filepath.Join(b.TempDir(), "ca.pem")
-	os.WriteFile(hostCA, ca.pem, 0o644)
+	os.WriteFile(hostCA, ca.PEM, 0o644)
 	n := strconv.Itoa(b.N)
 	b.ResetTimer()
 	inside := result(b, box.probe(b, "bench", "https://bench.example/", "/workspace/ca.pem", n))[0]
@@ -126,7 +127,7 @@ func benchHTTPS(b *testing.B, withSecret bool) {
 //
 //	go test ./internal/egress -run '^$' -bench Throughput -benchtime 5x
 func BenchmarkThroughput(b *testing.B) {
-	ca := newCA(b)
+	ca := egresstest.NewCA(b)
 	_, httpAddr := benchServer(b, ca)
 	p := egress.New(egress.Options{Hosts: map[string]string{"bench.example:80": httpAddr}})
 	box := startBox(b, p.Net(egress.Scope{Agent: "bench"}))

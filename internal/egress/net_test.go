@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"den.dev/den/internal/egress"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
@@ -36,11 +37,11 @@ type fixture struct {
 
 func newFixture(t *testing.T, mode egress.Mode, ask func(ctx context.Context, host string, port int) (bool, string, error)) *fixture {
 	t.Helper()
-	ca := newCA(t)
+	ca := egresstest.NewCA(t)
 	f := &fixture{recs: &records{}}
 	f.httpOK, f.httpNo = httpServer(t, "allowed-http"), httpServer(t, "denied-http")
-	f.tlsOK = lineServer(t, "allowed-tls", ca.leaf(t, allowed, "*.wild.example"))
-	f.tlsNo = lineServer(t, "denied-tls", ca.leaf(t, denied))
+	f.tlsOK = lineServer(t, "allowed-tls", ca.Leaf(t, allowed, "*.wild.example"))
+	f.tlsNo = lineServer(t, "denied-tls", ca.Leaf(t, denied))
 	f.rawDB = lineServer(t, "db", nil)
 	p := egress.New(egress.Options{Hosts: map[string]string{
 		allowed + ":80":  f.httpOK.addr,
@@ -55,7 +56,7 @@ func newFixture(t *testing.T, mode egress.Mode, ask func(ctx context.Context, ho
 		t.Fatal(err)
 	}
 	f.box = startBox(t, p.Net(egress.Scope{Agent: "tester", Session: "s1", Policy: pol, Record: f.recs.add, Ask: ask}))
-	if err := os.WriteFile(filepath.Join(f.box.env.Workspace, "ca.pem"), ca.pem, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(f.box.env.Workspace, "ca.pem"), ca.PEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sandboxtest.Own(t, filepath.Join(f.box.env.Workspace, "ca.pem"))

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"den.dev/den/internal/egress"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/sandbox/sandboxtest"
 	"den.dev/den/internal/secret"
 )
@@ -27,7 +28,7 @@ type api struct {
 	seen []string // "host|authorization|query|x-echo" per request
 }
 
-func newAPI(t *testing.T, ca *testCA, names ...string) *api {
+func newAPI(t *testing.T, ca *egresstest.CA, names ...string) *api {
 	t.Helper()
 	a := &api{}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,7 +45,7 @@ func newAPI(t *testing.T, ca *testCA, names ...string) *api {
 			w.Header().Set("X-Seen-Authorization", r.Header.Get("Authorization"))
 			fmt.Fprintf(w, "seen %s\n", line)
 		}),
-		TLSConfig: &tls.Config{Certificates: []tls.Certificate{*ca.leaf(t, names...)}},
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{*ca.Leaf(t, names...)}},
 	}
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
@@ -68,7 +69,7 @@ func (a *api) last() string {
 // does not name, not back to the computer in an echo, not into den's
 // records.
 func TestSecrets(t *testing.T) {
-	upstreamCA := newCA(t)
+	upstreamCA := egresstest.NewCA(t)
 	srv := newAPI(t, upstreamCA, "api.example", "git.example", "q.example", "other.example")
 	const (
 		token = "ghp_TheRealTokenValue1234567890"
@@ -93,12 +94,12 @@ func TestSecrets(t *testing.T) {
 	for _, h := range []string{"api.example", "git.example", "q.example", "other.example"} {
 		hosts[h+":443"] = srv.addr
 	}
-	p := egress.New(egress.Options{Hosts: hosts, RootCAs: upstreamCA.pool})
+	p := egress.New(egress.Options{Hosts: hosts, RootCAs: upstreamCA.Pool})
 	recs := &records{}
 	pol, _ := egress.ParsePolicy("allowlist", []string{"api.example", "git.example", "q.example", "other.example"})
 	b := startBox(t, p.Net(egress.Scope{Agent: "tester", Policy: pol, Record: recs.add, CA: ca,
 		Secrets: func() []secret.Secret { return secrets }}))
-	for name, pem := range map[string][]byte{"den-ca.pem": ca.PEM(), "upstream-ca.pem": upstreamCA.pem} {
+	for name, pem := range map[string][]byte{"den-ca.pem": ca.PEM(), "upstream-ca.pem": upstreamCA.PEM} {
 		f := filepath.Join(b.env.Workspace, name)
 		if err := os.WriteFile(f, pem, 0o644); err != nil {
 			t.Fatal(err)

@@ -3,14 +3,8 @@ package session
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -19,11 +13,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/egress"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/event"
 	"den.dev/den/internal/llm/llmtest"
 	"den.dev/den/internal/sandbox/sandboxtest"
@@ -38,15 +32,8 @@ func TestSecretNowhere(t *testing.T) {
 	const value = "tok_SessionSecretValue_6a0f93"
 	// An HTTPS API on the host's loopback, with the test's own CA, that
 	// echoes the Authorization it got.
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "session test CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, _ := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), DNSNames: []string{"api.example"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	leafDER, _ := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &key.PublicKey, caKey)
+	upstream := egresstest.NewCA(t)
+	cert := upstream.Leaf(t, "api.example")
 	var mu sync.Mutex
 	var got []string
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,11 +45,10 @@ func TestSecretNowhere(t *testing.T) {
 		got = append(got, r.Header.Get("Authorization"))
 		mu.Unlock()
 		fmt.Fprintf(w, "echo %s\n", r.Header.Get("Authorization"))
-	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: key}}}}
+	}), TLSConfig: &tls.Config{Certificates: []tls.Certificate{*cert}}}
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
-	pool := x509.NewCertPool()
-	pool.AddCert(caCert)
+	pool := upstream.Pool
 
 	probe := filepath.Join(t.TempDir(), "probe")
 	build := exec.Command("go", "build", "-o", probe, "../egress/testdata/probe")

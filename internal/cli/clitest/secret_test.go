@@ -3,16 +3,9 @@ package clitest
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/cgi"
@@ -23,9 +16,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/egress/egresstest"
 	"den.dev/den/internal/sandbox/bwrap"
 	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/sandbox/sandboxtest"
@@ -109,7 +102,8 @@ func newGitAPI(t *testing.T, token, pass string) *gitAPI {
 		}
 		backend.ServeHTTP(w, r)
 	})
-	caPEM, cert := testCert(t, "api.example", "git.example")
+	ca := egresstest.NewCA(t)
+	caPEM, cert := ca.PEM, *ca.Leaf(t, "api.example", "git.example")
 	if err := os.WriteFile(a.caFile, caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -122,27 +116,6 @@ func newGitAPI(t *testing.T, token, pass string) *gitAPI {
 	go srv.ServeTLS(l, "", "")
 	t.Cleanup(func() { srv.Close() })
 	return a
-}
-
-// testCert makes a CA and a certificate it signs for names.
-func testCert(t *testing.T, names ...string) ([]byte, tls.Certificate) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "den clitest CA"}, IsCA: true,
-		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
 // TestSecretsCurlGit: with secrets set by den secret set, curl reaches
