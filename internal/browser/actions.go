@@ -166,8 +166,7 @@ func (s *Session) reload(ctx context.Context, t *tab, res *Result) {
 }
 
 // Tabs lists the session's tabs, without waiting for a running action:
-// what the faces show, and what the caller of an action may decide on
-// (the current page's site).
+// what the faces show.
 func (s *Session) Tabs() []TabInfo {
 	s.mu.Lock()
 	tabs := append([]*tab(nil), s.tabs...)
@@ -179,6 +178,17 @@ func (s *Session) Tabs() []TabInfo {
 		out = append(out, TabInfo{ID: t.id, URL: fromDenURL(u), Title: title, Current: t == cur})
 	}
 	return out
+}
+
+// CurrentURL is the address of the session's current tab as its
+// events last told ("" without a tab), asking Chromium nothing: what
+// the caller of an action decides on before it runs.
+func (s *Session) CurrentURL() string {
+	t := s.current()
+	if t == nil {
+		return ""
+	}
+	return fromDenURL(t.url())
 }
 
 func (s *Session) listTabs(res *Result) {

@@ -208,11 +208,7 @@ func siteOf(s *browser.Session, a browser.Action) string {
 	if raw == "" || (a.Name != "navigate" && a.Name != "open_tab") {
 		raw = ""
 		if s != nil {
-			for _, t := range s.Tabs() {
-				if t.Current {
-					raw = t.URL
-				}
-			}
+			raw = s.CurrentURL()
 		}
 	}
 	if strings.HasPrefix(raw, "den://") {
