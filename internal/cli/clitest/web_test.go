@@ -279,7 +279,15 @@ func TestWebStopAndQueue(t *testing.T) {
 	// The queued message joined the turn: it is a message of the
 	// session now, not queued.
 	b.waitText(".msg.user .bubble", "and also this")
-	queued := eval[int](b, `document.querySelectorAll(".msg.queued").length`)
+	// (The queued copy goes with the event that delivered it, which may
+	// come a moment after the message shows in the history.)
+	queued := 1
+	for range 100 {
+		if queued = eval[int](b, `document.querySelectorAll(".msg.queued").length`); queued == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if queued != 0 {
 		t.Errorf("%d messages still shown queued", queued)
 	}
