@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/permission"
-	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/session"
 )
 
 // mcpCmd is den mcp: den as a client of MCP servers. Its subcommands
@@ -113,6 +113,9 @@ it first listed them). AUTH says whether den holds an OAuth token for it.`,
 				Token    bool     `json:"token"`
 				Command  string   `json:"command,omitempty"`
 				URL      string   `json:"url,omitempty"`
+				Egress   string   `json:"egress,omitempty"`
+				Allow    []string `json:"allow,omitempty"`
+				Network  string   `json:"network"`
 				Warnings []string `json:"-"`
 			}
 			var out []serverJSON
@@ -121,7 +124,8 @@ it first listed them). AUTH says whether den holds an OAuth token for it.`,
 				out = append(out, serverJSON{Name: s.Name, Type: s.Type, Where: s.Where(), Host: s.Type == mcpclient.Stdio && s.Host, Enabled: s.Enabled,
 					Agents: nonNilStrings(s.Agents), Tools: st.Tools, Token: s.Type != mcpclient.Stdio && tokens.Has(s),
 					// Arguments shaped like secrets are not printed.
-					Command: strings.TrimSpace(s.Command + " " + strings.Join(permission.Redact(s.Args), " ")), URL: s.URL})
+					Command: strings.TrimSpace(s.Command + " " + strings.Join(permission.Redact(s.Args), " ")), URL: s.URL,
+					Egress: s.Egress, Allow: s.Allow, Network: networkText(s)})
 			}
 			if asJSON {
 				if out == nil {
@@ -133,7 +137,7 @@ it first listed them). AUTH says whether den holds an OAuth token for it.`,
 				fmt.Fprintf(g.stdout, "no MCP servers in %s (den mcp add NAME -- COMMAND, or den mcp import FILE)\n", g.mcpPath())
 			} else {
 				tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tWHERE\tENABLED\tAGENTS\tTOOLS\tAUTH\tRUNS")
+				fmt.Fprintln(tw, "NAME\tWHERE\tENABLED\tAGENTS\tTOOLS\tAUTH\tNETWORK\tRUNS")
 				for i, s := range out {
 					agents, tools, auth := "all", "-", "-"
 					if len(s.Agents) > 0 {
@@ -149,7 +153,7 @@ it first listed them). AUTH says whether den holds an OAuth token for it.`,
 					if runs == "" {
 						runs = s.Command
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\n", s.Name, whereText(f.Servers[i]), s.Enabled, agents, tools, auth, permission.Printable(clip(runs, 60)))
+					fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%s\t%s\t%s\n", s.Name, whereText(f.Servers[i]), s.Enabled, agents, tools, auth, s.Network, permission.Printable(clip(runs, 60)))
 				}
 				tw.Flush()
 			}
@@ -190,8 +194,8 @@ func kv(s string, headers bool) (mcpclient.KV, error) {
 
 func mcpAdd(g *globals) *cobra.Command {
 	var host, sse bool
-	var url, clientID, clientSecret string
-	var envs, headers, agents, scopes []string
+	var url, clientID, clientSecret, egressMode string
+	var envs, headers, agents, scopes, allow []string
 	var timeout, startup float64
 	var callbackPort int
 	c := &cobra.Command{
@@ -205,6 +209,10 @@ func mcpAdd(g *globals) *cobra.Command {
       -y nodejs npm, or apk add nodejs npm, for npx), unless --host: then it
       runs on this machine with your rights, with PATH=/usr/local/bin:/usr/bin:/bin,
       its own HOME under den's data, and only the variables --env gives.
+      --egress allowlist --allow HOST... gives the server a network policy of
+      its own (as an agent's: open, allowlist, ask or off): in the computer it
+      replaces the agent's for the server; on the host it confines the server,
+      which otherwise has this machine's network.
   den mcp add NAME --url URL [--header K=V]... [--sse]
       a server den reaches over streamable HTTP (or, with --sse, the older
       HTTP with server-sent events). den mcp login NAME authorizes den when the
@@ -229,8 +237,15 @@ server starts. mcp.json is written whole, mode 0600: it holds secrets.`,
 				return usageError{errors.New("--host and --env are for servers den starts; den reaches a --url from the host")}
 			case url == "" && (sse || len(headers) > 0 || clientID != "" || callbackPort != 0):
 				return usageError{errors.New("--sse, --header, --client-id and --callback-port are for servers at a --url")}
+			case url != "" && (egressMode != "" || len(allow) > 0):
+				return usageError{errors.New("--egress and --allow are for servers den starts; den itself reaches a --url")}
+			case len(allow) > 0 && egressMode == "":
+				return usageError{errors.New("--allow needs --egress allowlist (or ask) for the rules to decide")}
 			}
-			s := &mcpclient.Server{Name: name, Enabled: true, Host: host, Agents: agents,
+			if _, err := egress.ParsePolicy(egressMode, allow); err != nil {
+				return usageError{err}
+			}
+			s := &mcpclient.Server{Name: name, Enabled: true, Host: host, Agents: agents, Egress: egressMode, Allow: allow,
 				Timeout: time.Duration(timeout * float64(time.Second)), StartupTimeout: time.Duration(startup * float64(time.Second))}
 			if url != "" {
 				s.Type, s.URL = mcpclient.HTTP, url
@@ -280,6 +295,9 @@ server starts. mcp.json is written whole, mode 0600: it holds secrets.`,
 			if s.Type == mcpclient.Stdio && s.Host {
 				fmt.Fprintln(g.stdout, "It runs on this machine with your rights, outside the agent's computer.")
 			}
+			if s.Type == mcpclient.Stdio {
+				fmt.Fprintf(g.stdout, "Its network: %s.\n", networkText(s))
+			}
 			fmt.Fprintf(g.stdout, "den mcp test %s starts it and lists what it offers.\n", name)
 			return nil
 		},
@@ -287,6 +305,8 @@ server starts. mcp.json is written whole, mode 0600: it holds secrets.`,
 	fl := c.Flags()
 	fl.BoolVar(&host, "host", false, "run the server on this machine, with your rights, instead of inside the agent's computer")
 	fl.StringArrayVar(&envs, "env", nil, "an environment variable of the server: K=V (repeatable)")
+	fl.StringVar(&egressMode, "egress", "", "the server's own egress policy: open, allowlist, ask or off (default: in the computer the agent's; on the host none)")
+	fl.StringArrayVar(&allow, "allow", nil, "a host the server may reach under --egress allowlist or ask (repeatable)")
 	fl.StringVar(&url, "url", "", "the server's URL (streamable HTTP, or SSE with --sse)")
 	fl.StringArrayVar(&headers, "header", nil, "an HTTP header: K=V or \"K: V\" (repeatable)")
 	fl.BoolVar(&sse, "sse", false, "the server speaks the older HTTP with server-sent events")
@@ -416,7 +436,13 @@ func (g *globals) mcpSet(ctx context.Context, s *mcpclient.Server, agent string)
 		return nil, policy, fmt.Errorf("config: agents.%s: %w", agent, err)
 	}
 	o := mcpclient.Options{Agent: agent, Session: "default", Servers: []*mcpclient.Server{s}, DataDir: DataDir(g.dataDir), Policy: policy, Version: Version}
-	if s.Type == mcpclient.Stdio && !s.Host {
+	_, confined, err := s.EgressPolicy()
+	if err != nil {
+		return nil, policy, err
+	}
+	if s.Type == mcpclient.Stdio && (!s.Host || confined) {
+		// A host server with a policy of its own is confined through
+		// the agent's computer's backend and den's egress.
 		f := computerFlags{agent: agent, session: "default"}
 		comp, so, err := f.open(ctx, g)
 		if err != nil {
@@ -424,11 +450,7 @@ func (g *globals) mcpSet(ctx context.Context, s *mcpclient.Server, agent string)
 		}
 		info, _, _ := comp.Info()
 		o.PackageManager = string(info.PackageManager)
-		o.Computer = func(ctx context.Context, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
-			c := *cmd
-			c.Env = append(computer.BaseEnv("default"), cmd.Env...)
-			return comp.StartRaw(ctx, "default", so, &c)
-		}
+		o.Computer, o.HostNet = session.MCPStarts(comp, "default", so, nil)
 	}
 	return mcpclient.NewSet(o), policy, nil
 }
@@ -649,4 +671,27 @@ func mcpLogout(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// networkText says, in a few words, which network policy a server's
+// connections go by.
+func networkText(s *mcpclient.Server) string {
+	pol, own, err := s.EgressPolicy()
+	switch {
+	case s.Type != mcpclient.Stdio:
+		return "den reaches it"
+	case err != nil:
+		return "bad egress: " + err.Error()
+	case own && len(pol.Allow) > 0:
+		var rules []string
+		for _, r := range pol.Allow {
+			rules = append(rules, r.String())
+		}
+		return fmt.Sprintf("own %s (%s)", pol.Mode, strings.Join(rules, ", "))
+	case own:
+		return "own " + string(pol.Mode)
+	case s.Host:
+		return "the host's, unconfined"
+	}
+	return "the agent's"
 }

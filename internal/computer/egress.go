@@ -2,15 +2,18 @@ package computer
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostfs"
+	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/secret"
 )
 
@@ -153,4 +156,24 @@ func (c *Computer) trust(pem []byte) (hasBundle bool, err error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// hostStarter is a backend that can confine a host program's network
+// (bwrap's).
+type hostStarter interface {
+	StartOnHost(ctx context.Context, cmd *exec.Cmd, eg sandbox.Egress) (stop func(), err error)
+}
+
+// StartOnHost starts cmd, a program of the host's that acts for the
+// agent (an MCP server den runs on the host), in a network namespace of
+// its own served by den's egress under sc (its Agent is the
+// computer's); stop stops serving it once cmd has been waited for. A
+// backend that shares the host's network (proot) cannot.
+func (c *Computer) StartOnHost(ctx context.Context, sc egress.Scope, cmd *exec.Cmd) (stop func(), err error) {
+	hs, ok := c.m.backend.(hostStarter)
+	if !ok {
+		return nil, fmt.Errorf("%w: the %s backend cannot confine a host program's network", sandbox.ErrUnavailable, c.m.backend.Name())
+	}
+	sc.Agent = c.agent
+	return hs.StartOnHost(ctx, cmd, c.m.proxy().Net(sc))
 }

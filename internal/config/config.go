@@ -234,6 +234,34 @@ type Agent struct {
 	// CheckpointsKeep is how many are kept at most (default 100).
 	Checkpoints     string `toml:"checkpoints"`
 	CheckpointsKeep int    `toml:"checkpoints_keep"`
+	// Skills are settings of the agent's skills, by skill name.
+	Skills map[string]SkillSettings `toml:"skills"`
+}
+
+// SkillSettings are what the config says of one skill of an agent.
+type SkillSettings struct {
+	// Allow are egress rules ("api.weather.gov", "*.example.com:443")
+	// the agent's computer gets in a session while the skill is in use
+	// there, besides the agent's own: they widen an allowlist or an ask
+	// policy.
+	Allow []string `toml:"allow"`
+}
+
+// SkillRules are the egress rules the skills of the agent bring while
+// in use, by skill name, each marked as the skill's ("skill:NAME").
+func (a Agent) SkillRules() (map[string][]egress.Rule, error) {
+	out := map[string][]egress.Rule{}
+	for name, s := range a.Skills {
+		for _, raw := range s.Allow {
+			r, err := egress.ParseRule(raw)
+			if err != nil {
+				return nil, fmt.Errorf("skills.%s.allow: %w", name, err)
+			}
+			r.From = "skill:" + name
+			out[name] = append(out[name], r)
+		}
+	}
+	return out, nil
 }
 
 // CheckpointBudget reads Checkpoints: off, or the budget in bytes (0:
@@ -460,6 +488,13 @@ func (c *Config) validate(data []byte) error {
 				key = "allow"
 			}
 			return fmt.Errorf("%w: %s: %v", ErrInvalid, at(key), err)
+		}
+		for skill, ss := range a.Skills {
+			for _, r := range ss.Allow {
+				if _, err := egress.ParseRule(r); err != nil {
+					return fmt.Errorf("%w: %s:%d: agents.%s.skills.%s.allow: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"agents", name, "skills", skill, "allow"}), name, skill, err)
+				}
+			}
 		}
 		for k, v := range map[string]string{"memory": a.Memory, "tmp": a.Tmp, "disk": a.Disk} {
 			if _, _, err := ParseLimit(v); err != nil {

@@ -67,6 +67,7 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"[server]\npush_contact = \"http://den.example.org\"\n", ":2: server.push_contact"},
 		{"[server]\npush_contact = \"mailto:\"\n", ":2: server.push_contact"},
 		{"[server]\npush = \"no\"\n", "push"},
+		{"[agents.a]\negress = \"allowlist\"\n\n[agents.a.skills.weather]\nallow = [\"bad host\"]\n", ":5: agents.a.skills.weather.allow: egress rule \"bad host\""},
 	} {
 		p := write(t, c.text)
 		_, err := Load(p, true)

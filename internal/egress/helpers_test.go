@@ -27,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	netns.MaybeHelper()
 	code := m.Run()
-	if probeBin != "" {
+	if probeBin != "" && os.Getenv("DEN_TEST_PROBE") == "" {
 		os.RemoveAll(filepath.Dir(probeBin))
 	}
 	os.Exit(code)
@@ -45,6 +45,12 @@ var (
 func probePath(t testing.TB) string {
 	t.Helper()
 	probeOnce.Do(func() {
+		if p := os.Getenv("DEN_TEST_PROBE"); p != "" {
+			// A throwaway user's run of this binary: the probe its
+			// root run built.
+			probeBin = p
+			return
+		}
 		dir, err := os.MkdirTemp("", "den-egress-test-")
 		if err != nil {
 			probeErr = err

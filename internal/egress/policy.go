@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -44,6 +45,9 @@ type Rule struct {
 	Host string
 	// Port is the one port the rule allows; 0 allows every port.
 	Port int
+	// From says where the rule comes from when it is not the policy's
+	// own: "skill:NAME" for a rule a skill brings while it is in use.
+	From string
 
 	prefix netip.Prefix // for an address or a prefix
 }
@@ -107,10 +111,13 @@ func (r Rule) Matches(host string, port int) bool {
 	return host == r.Host
 }
 
-// Policy is an agent's egress policy.
+// Policy is an agent's egress policy, or an MCP server's.
 type Policy struct {
 	Mode  Mode
 	Allow []Rule
+	// Of says whose policy it is when not the agent's: "mcp:NAME" for
+	// an MCP server's own.
+	Of string
 }
 
 // ParsePolicy parses a mode and its rules.
@@ -143,21 +150,39 @@ const (
 // Decide says what p does with a connection to host (a name or an
 // address) on port.
 func (p Policy) Decide(host string, port int) Decision {
+	d, _ := p.Match(host, port)
+	return d
+}
+
+// Match is Decide, with the rule that allowed the connection when one
+// did.
+func (p Policy) Match(host string, port int) (Decision, Rule) {
 	switch p.Mode {
 	case Open:
-		return Allow
+		return Allow, Rule{}
 	case Off:
-		return Deny
+		return Deny, Rule{}
 	}
 	for _, r := range p.Allow {
 		if r.Matches(host, port) {
-			return Allow
+			return Allow, r
 		}
 	}
 	if p.Mode == Ask {
-		return AskUser
+		return AskUser, Rule{}
 	}
-	return Deny
+	return Deny, Rule{}
+}
+
+// With is p with more rules, those a skill in use brings: they widen
+// an allowlist or an ask policy, and change nothing of an open one or
+// of one that is off.
+func (p Policy) With(more []Rule) Policy {
+	if len(more) == 0 || p.Mode == Open || p.Mode == Off {
+		return p
+	}
+	p.Allow = append(slices.Clip(p.Allow), more...)
+	return p
 }
 
 // Reaches reports whether p lets the computer reach name on some port

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -119,6 +121,7 @@ type Record struct {
 	Allowed  bool          `json:"allowed"`           // the policy let it out
 	By       string        `json:"by"`                // what decided: policy, rule, session, user, ...
 	Mode     Mode          `json:"mode"`              // the policy's mode
+	Via      string        `json:"via,omitempty"`     // whose policy or rule, when not the agent's: mcp:NAME, skill:NAME
 	Addr     string        `json:"addr,omitempty"`    // where den connected
 	Error    string        `json:"error,omitempty"`   // why it failed, allowed or not
 	Secrets  bool          `json:"secrets,omitempty"` // den put a secret's value into a request
@@ -297,7 +300,7 @@ func (n *Net) handle(c net.Conn) {
 		n.refuse(c, h, rec)
 		return
 	}
-	rec.Allowed, rec.By = n.decide(pol, rec.Host, rec.Port)
+	rec.Allowed, rec.By, rec.Via = n.decide(pol, rec.Host, rec.Port)
 	if !rec.Allowed {
 		record()
 		n.refuse(c, h, rec)
@@ -359,14 +362,22 @@ func inPool(a netip.Addr) bool {
 
 // decide applies the policy, asking a person in the Ask mode (one ask
 // per host and port at a time: connections that wait on the same one
-// share its answer).
-func (n *Net) decide(pol Policy, host string, port int) (bool, string) {
-	switch pol.Decide(host, port) {
+// share its answer). via is whose policy or rule decided (Record.Via).
+func (n *Net) decide(pol Policy, host string, port int) (ok bool, by, via string) {
+	d, rule := pol.Match(host, port)
+	via = cmp.Or(rule.From, pol.Of)
+	switch d {
 	case Allow:
-		return true, "policy"
+		return true, "policy", via
 	case Deny:
-		return false, "policy"
+		return false, "policy", via
 	}
+	ok, by = n.ask(host, port)
+	return ok, by, via
+}
+
+// ask asks a person about a connection, for the Ask mode.
+func (n *Net) ask(host string, port int) (bool, string) {
 	if n.s.Ask == nil {
 		return false, "unattended"
 	}
@@ -438,14 +449,23 @@ func httpStatus(code int) string {
 func Denied(r Record) string {
 	hp := hostPort(r.Host, r.Port)
 	how := fmt.Sprintf("den network allow --agent %s %s", r.Agent, r.Host)
+	whose := "agent " + r.Agent
+	server, isServer := strings.CutPrefix(r.Via, "mcp:")
+	if isServer {
+		how = fmt.Sprintf("den network allow --mcp %s %s", server, r.Host)
+		whose = "MCP server " + server
+	}
 	switch r.By {
 	case "address":
 		return fmt.Sprintf("den: the connection to %s was refused: %s. Connect to a name instead.", hp, r.Error)
 	case "policy":
-		if r.Mode == Off {
+		switch {
+		case r.Mode == Off && isServer:
+			return fmt.Sprintf("den: the connection to %s was refused: MCP server %s has no network (\"egress\": \"off\" in mcp.json). The user can change that in mcp.json.", hp, server)
+		case r.Mode == Off:
 			return fmt.Sprintf("den: the connection to %s was refused: agent %s has no network (egress = \"off\"). The user can turn it on in den's config ([agents.%s] egress).", hp, r.Agent, r.Agent)
 		}
-		return fmt.Sprintf("den: the connection to %s was refused by agent %s's egress policy (%s). The user can allow it with: %s", hp, r.Agent, r.Mode, how)
+		return fmt.Sprintf("den: the connection to %s was refused by %s's egress policy (%s). The user can allow it with: %s", hp, whose, r.Mode, how)
 	case "unattended":
 		return fmt.Sprintf("den: the connection to %s needs the user's approval (egress = \"ask\"), and nobody could be asked. The user can allow it with: %s", hp, how)
 	case "timeout":

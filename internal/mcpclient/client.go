@@ -46,6 +46,7 @@ type client struct {
 // clientEnv is what every client of a Set shares.
 type clientEnv struct {
 	computer StartFunc
+	hostNet  HostNetFunc
 	home     string // host servers' homes are folders in it
 	tokens   *Tokens
 	pkg      string // the computer's package manager ("apt", "apk"), for hints
@@ -194,7 +195,7 @@ func (c *client) connect(ctx context.Context) (*conn, error) {
 }
 
 func (c *client) connectStdio(ctx context.Context, cl *mcp.Client) (*conn, error) {
-	proc, err := startProcess(ctx, c.srv, c.env.computer, filepath.Join(c.env.home, c.srv.Name), c.log)
+	proc, err := startProcess(ctx, c.srv, c.env.computer, c.env.hostNet, filepath.Join(c.env.home, c.srv.Name), c.log)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode"
 
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/privfile"
 )
@@ -65,6 +66,13 @@ type Server struct {
 	// Host runs a stdio server on the host, with a clean environment,
 	// instead of inside the agent's computer.
 	Host bool
+	// Egress and Allow are the server's own egress policy (as an
+	// agent's: "open", "allowlist", "ask" or "off", and its rules),
+	// for a server den starts: in the computer it replaces the agent's
+	// for the server's connections; on the host it confines a server
+	// that otherwise has the host's network. Egress "" is none.
+	Egress string
+	Allow  []string
 	// Agents are the agents that have the server; none: every agent.
 	Agents []string
 	// Enabled is false for a server den keeps but does not use.
@@ -168,6 +176,17 @@ func (f *File) For(agent string) []*Server {
 		}
 	}
 	return out
+}
+
+// EgressPolicy is the server's own egress policy, marked as the
+// server's ("mcp:NAME"); ok is false when it has none.
+func (s *Server) EgressPolicy() (pol egress.Policy, ok bool, err error) {
+	if s.Egress == "" {
+		return egress.Policy{}, false, nil
+	}
+	pol, err = egress.ParsePolicy(s.Egress, s.Allow)
+	pol.Of = "mcp:" + s.Name
+	return pol, err == nil, err
 }
 
 // Place is where the server runs, for the permission gate.
@@ -427,6 +446,20 @@ func (p *parser) server(name string, n *node) (*Server, error) {
 			s.Headers, err = p.kvs(v, fat)
 		case "host":
 			s.Host, err = p.boolean(v, fat)
+		case "egress":
+			s.Egress, err = p.str(v, fat)
+			if err == nil {
+				if _, perr := egress.ParseMode(s.Egress); perr != nil || strings.TrimSpace(s.Egress) == "" {
+					err = p.errAt(v, fat, fmt.Sprintf("%q: want \"open\", \"allowlist\", \"ask\" or \"off\"", s.Egress))
+				}
+			}
+		case "allow":
+			s.Allow, err = p.strs(v, fat)
+			for j, r := range s.Allow {
+				if _, perr := egress.ParseRule(r); err == nil && perr != nil {
+					err = p.errAt(v.vals[j], fmt.Sprintf("%s[%d]", fat, j), perr.Error())
+				}
+			}
 		case "agents":
 			s.Agents, err = p.strs(v, fat)
 			for j, a := range s.Agents {
@@ -470,6 +503,10 @@ func (p *parser) server(name string, n *node) (*Server, error) {
 		return nil, p.errAt(n, at, "type \"stdio\" needs a command, not a url")
 	case s.URL != "" && (s.Host || len(s.Args) > 0 || len(s.Env) > 0):
 		return nil, p.errAt(n, at, "host, args and env are for servers den starts (command); den reaches a url from the host")
+	case s.URL != "" && (s.Egress != "" || len(s.Allow) > 0):
+		return nil, p.errAt(n, at, "egress and allow are for servers den starts (command): den itself reaches a url")
+	case len(s.Allow) > 0 && s.Egress == "":
+		return nil, p.errAt(n, at, "allow without egress: set \"egress\": \"allowlist\" (or \"ask\") for the rules to decide")
 	case s.Command != "" && len(s.Headers) > 0:
 		return nil, p.errAt(n, at, "headers are for servers den reaches (url)")
 	case s.Command != "" && s.OAuth != nil:
@@ -725,6 +762,12 @@ func (s *Server) marshal(b *bytes.Buffer) {
 	kvs("headers", s.Headers)
 	if s.Host {
 		put("host", true)
+	}
+	if s.Egress != "" {
+		put("egress", s.Egress)
+	}
+	if len(s.Allow) > 0 {
+		put("allow", s.Allow)
 	}
 	if len(s.Agents) > 0 {
 		put("agents", s.Agents)

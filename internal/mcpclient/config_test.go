@@ -98,6 +98,10 @@ func TestParseErrors(t *testing.T) {
 		{"url", `{"mcpServers": {"a": {"url": "ftp://x"}}}`, `mcpServers.a.url: "ftp://x" is not an http or https URL`},
 		{"host on url", `{"mcpServers": {"a": {"url": "https://x", "host": true}}}`, `host, args and env are for servers den starts`},
 		{"host", `{"mcpServers": {"a": {"command": "x", "host": "yes"}}}`, `mcpServers.a.host: want true or false, got a string`},
+		{"egress", `{"mcpServers": {"a": {"command": "x", "egress": "closed"}}}`, `mcpServers.a.egress: "closed": want "open", "allowlist", "ask" or "off"`},
+		{"egress rule", `{"mcpServers": {"a": {"command": "x", "egress": "allowlist", "allow": ["ok.example", "bad host"]}}}`, `mcpServers.a.allow[1]: egress rule "bad host": not a domain`},
+		{"allow without egress", `{"mcpServers": {"a": {"command": "x", "allow": ["ok.example"]}}}`, `allow without egress`},
+		{"egress on url", `{"mcpServers": {"a": {"url": "https://x", "egress": "off"}}}`, `egress and allow are for servers den starts`},
 		{"decision", `{"mcpServers": {"a": {"command": "x", "permissions": {"*": "maybe"}}}}`, `mcpServers.a.permissions.*: "maybe": want "allow", "ask" or "deny"`},
 		{"pattern", `{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["[x"]}}}}`, `mcpServers.a.tools.allow[0]: "[x" is not a glob pattern`},
 		{"tools key", `{"mcpServers": {"a": {"command": "x", "tools": {"alow": []}}}}`, `mcpServers.a.tools.alow: unknown key`},
@@ -128,7 +132,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 	f.Set(&Server{Name: "a", Type: Stdio, Command: "x", Env: []KV{{"TOKEN", "secret"}}, Enabled: true})
 	f.Set(&Server{Name: "b", Type: HTTP, URL: "https://x/mcp", Enabled: true})
-	f.Set(&Server{Name: "a", Type: Stdio, Command: "y", Env: []KV{{"TOKEN", "secret"}}, Enabled: true})
+	f.Set(&Server{Name: "a", Type: Stdio, Command: "y", Env: []KV{{"TOKEN", "secret"}}, Enabled: true, Egress: "allowlist", Allow: []string{"api.example", "*.cdn.example:443"}})
 	if err := f.Save(p); err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +143,13 @@ func TestSaveLoad(t *testing.T) {
 	g, err := Load(p)
 	if err != nil || len(g.Servers) != 2 || g.Servers[0].Command != "y" || g.Servers[1].Type != HTTP || len(g.Warnings) != 0 {
 		t.Fatalf("loaded %+v %v", g, err)
+	}
+	pol, own, err := g.Servers[0].EgressPolicy()
+	if err != nil || !own || pol.Mode != "allowlist" || len(pol.Allow) != 2 || pol.Allow[1].String() != "*.cdn.example:443" || pol.Of != "mcp:a" {
+		t.Errorf("the server's egress policy, saved and loaded: %+v %v %v", pol, own, err)
+	}
+	if _, own, _ := g.Servers[1].EgressPolicy(); own {
+		t.Errorf("a server without egress has a policy of its own")
 	}
 	if !g.Remove("a") || g.Remove("a") || g.Get("a") != nil || g.Get("b") == nil {
 		t.Error("Remove")

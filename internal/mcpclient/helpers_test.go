@@ -104,7 +104,7 @@ func newBox(t testing.TB) *box {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close() })
-	start := func(ctx context.Context, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
+	start := func(ctx context.Context, _ *Server, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
 		c := *cmd
 		c.Env = append(computer.BaseEnv("s1"), cmd.Env...)
 		return comp.StartRaw(ctx, "s1", o, &c)

@@ -16,13 +16,21 @@ import (
 	"time"
 
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/launch"
 )
 
-// StartFunc starts a program in the session's computer, as
+// StartFunc starts server s's program in the session's computer, as
 // computer.Computer.StartRaw does (its environment is the computer's
-// base one followed by cmd.Env); cleanup kills what is left and
-// releases the sandbox once the program has ended.
-type StartFunc func(ctx context.Context, cmd *sandbox.Cmd) (proc sandbox.Process, cleanup func(), err error)
+// base one followed by cmd.Env), under the server's egress policy
+// when it has one; cleanup kills what is left and releases the sandbox
+// once the program has ended.
+type StartFunc func(ctx context.Context, s *Server, cmd *sandbox.Cmd) (proc sandbox.Process, cleanup func(), err error)
+
+// HostNetFunc starts cmd, the program of server s that runs on the
+// host, confined to a network of its own under the server's egress
+// policy (bwrap.Backend.StartOnHost, served by den's egress); stop
+// stops serving it once cmd has been waited for.
+type HostNetFunc func(ctx context.Context, s *Server, cmd *exec.Cmd) (stop func(), err error)
 
 // HostPath is the whole PATH of a server den starts on the host.
 const HostPath = "/usr/local/bin:/usr/bin:/bin"
@@ -62,7 +70,7 @@ func (p *process) exited() (error, bool) {
 
 // startProcess starts the stdio server s: in the computer through
 // start, or on the host with a clean environment and home.
-func startProcess(ctx context.Context, s *Server, start StartFunc, home string, log *serverLog) (*process, error) {
+func startProcess(ctx context.Context, s *Server, start StartFunc, hostNet HostNetFunc, home string, log *serverLog) (*process, error) {
 	command, err := expand(s.Command)
 	if err != nil {
 		return nil, err
@@ -80,7 +88,7 @@ func startProcess(ctx context.Context, s *Server, start StartFunc, home string, 
 		env = append(env, kv.Key+"="+v)
 	}
 	if s.Host {
-		return startHost(s, command, args, env, home, log)
+		return startHost(ctx, s, hostNet, command, args, env, home, log)
 	}
 	if start == nil {
 		return nil, fmt.Errorf("%w: this face runs no computer for the session, and the server runs in it (set \"host\": true to run it on the host)", ErrUnavailable)
@@ -103,7 +111,7 @@ func startProcess(ctx context.Context, s *Server, start StartFunc, home string, 
 		outW.Close()
 		return nil, err
 	}
-	proc, cleanup, err := start(ctx, &sandbox.Cmd{
+	proc, cleanup, err := start(ctx, s, &sandbox.Cmd{
 		Args:  append([]string{"/bin/sh", "-c", wrapper, "den-mcp", command}, args...),
 		Env:   env,
 		Dir:   sandbox.GuestWorkspace,
@@ -146,8 +154,16 @@ func startProcess(ctx context.Context, s *Server, start StartFunc, home string, 
 
 // startHost starts a server on the host: PATH=HostPath, HOME its own
 // folder under den's data, the variables its config names, and
-// nothing else of den's environment.
-func startHost(s *Server, command string, args, env []string, home string, log *serverLog) (*process, error) {
+// nothing else of den's environment. A server with an egress policy
+// of its own is confined to it through hostNet.
+func startHost(ctx context.Context, s *Server, hostNet HostNetFunc, command string, args, env []string, home string, log *serverLog) (*process, error) {
+	_, confined, err := s.EgressPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if confined && hostNet == nil {
+		return nil, fmt.Errorf("%w: %s has an egress policy of its own, and den cannot confine a host server's network here", ErrUnavailable, s.Name)
+	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, err
 	}
@@ -158,8 +174,8 @@ func startHost(s *Server, command string, args, env []string, home string, log *
 			return nil, fmt.Errorf("%w: %s is not installed on the host (den looks in %s, the PATH host servers get; give a full path as \"command\" otherwise)", ErrNotInstalled, command, HostPath)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, path, args...)
+	life, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(life, path, args...)
 	cmd.Args[0] = command
 	cmd.Env = append([]string{"PATH=" + HostPath, "HOME=" + home}, env...)
 	cmd.Dir = home
@@ -177,13 +193,20 @@ func startHost(s *Server, command string, args, env []string, home string, log *
 		return nil, err
 	}
 	cmd.Stderr = log
-	if err := cmd.Start(); err != nil {
+	stopNet := func() {}
+	if confined {
+		stopNet, err = hostNet(ctx, s, cmd)
+	} else {
+		err = launch.Start(cmd)
+	}
+	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("start %s on the host: %w", command, err)
 	}
 	p := &process{stdin: stdin, stdout: newLineFilter(stdout, log), done: make(chan struct{})}
 	go func() {
 		p.exit = cmd.Wait()
+		stopNet()
 		// What the server started of its own (npx starts node) goes
 		// with it.
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -34,6 +34,10 @@ type Options struct {
 	// Computer starts stdio servers in the session's computer; nil
 	// where the face runs no computer (they are then unavailable).
 	Computer StartFunc
+	// HostNet starts host servers that have an egress policy of their
+	// own, confined to it; nil where den cannot (such servers are
+	// then unavailable). Host servers without one are not confined.
+	HostNet HostNetFunc
 	// PackageManager is the computer's ("apt", "apk"), for the hint
 	// when a server's command is missing there.
 	PackageManager string
@@ -76,7 +80,7 @@ func NewSet(o Options) *Set {
 	s := &Set{o: o, clients: map[string]*client{}, known: map[string]*entry{}}
 	closing, cancel := context.WithCancel(context.Background())
 	s.close = cancel
-	s.env = &clientEnv{computer: o.Computer, pkg: o.PackageManager, version: o.Version, log: o.Log, http: o.HTTPClient, closing: closing}
+	s.env = &clientEnv{computer: o.Computer, hostNet: o.HostNet, pkg: o.PackageManager, version: o.Version, log: o.Log, http: o.HTTPClient, closing: closing}
 	if o.DataDir != "" {
 		s.env.home = filepath.Join(o.DataDir, "mcp", "home")
 		s.env.tokens = &Tokens{Dir: TokenDir(o.DataDir)}

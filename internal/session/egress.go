@@ -3,11 +3,14 @@ package session
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/secret"
@@ -28,10 +31,31 @@ func (r *Runtime) egressPrompt(agent string) string {
 	if len(rules) > 0 {
 		allowed = strings.Join(rules, ", ")
 	}
+	var out string
 	if pol.Mode == egress.Ask {
-		return "It reaches " + allowed + "; den asks the user about any other host (the connection waits for the answer)."
+		out = "It reaches " + allowed + "; den asks the user about any other host (the connection waits for the answer)."
+	} else {
+		out = "It reaches only " + allowed + "; den refuses other hosts, and says which and how the user can allow them."
 	}
-	return "It reaches only " + allowed + "; den refuses other hosts, and says which and how the user can allow them."
+	return out + skillHosts(r.Config().Agent(agent))
+}
+
+// skillHosts says which skills bring hosts of their own while in use
+// ("" when none do), for the system prompt.
+func skillHosts(a config.Agent) string {
+	bySkill, err := a.SkillRules()
+	if err != nil || len(bySkill) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(bySkill)) {
+		var hosts []string
+		for _, x := range bySkill[name] {
+			hosts = append(hosts, x.String())
+		}
+		parts = append(parts, name+" ("+strings.Join(hosts, ", ")+")")
+	}
+	return " Once a skill is in use in this session (its SKILL.md read with file_read), the computer also reaches its hosts: " + strings.Join(parts, "; ") + "."
 }
 
 // secretsPrompt lists the agent's secrets for its system prompt: names

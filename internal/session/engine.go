@@ -11,6 +11,7 @@ import (
 
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostfs"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
@@ -78,6 +79,10 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 	e.gate, e.policy, e.stopHost = gate, policy, stop
 	o.Egress.Record, o.Egress.Ask = r.egressRecord(e.denials), EgressAsk(gate, sess.ID)
 	e.mcp = r.mcpSet(comp, sess, o, gate, policy, string(e.info.PackageManager))
+	// The session's own computer (not its MCP servers) also reaches
+	// the hosts of the skills the session uses.
+	agentPolicy := o.Egress.Current
+	o.Egress.Current = func() egress.Policy { return r.withSkillRules(sess.Agent, sess.ID, agentPolicy()) }
 	o.Host = host
 	e.opts = o
 	r.emit(sess.ID, &agent.SessionEvent{SessionID: sess.ID, Agent: sess.Agent, Workspace: filepath.Join(comp.SessionDir(sess.ID), "workspace")})
@@ -248,7 +253,7 @@ func (r *Runtime) turnConfig(ctx context.Context, e *engine, sess store.Session,
 	}
 	tools := &registryTools{reg: e.reg, mcp: mcpTools, env: env, hidden: hidden, skills: e.skills,
 		session: sess.ID, mounts: scanMounts(e.opts.Mounts), gate: e.gate, restricted: e.policy.Trust == permission.Restricted,
-		checkpoint: r.checkpointer(e), denials: e.denials}
+		checkpoint: r.checkpointer(e), denials: e.denials, useSkill: func(name string) { r.useSkill(e.skills, sess.ID, name) }}
 	id := sess.ID
 	return agent.Config{
 		Model:     chain,

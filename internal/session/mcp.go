@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,6 +16,7 @@ import (
 	"den.dev/den/internal/agent"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/hostsvc"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/mcpclient"
@@ -47,14 +51,99 @@ func (r *Runtime) mcpServers(sessionID, agentName string) []*mcpclient.Server {
 // own with the session's folders, mounts and network, and no host
 // commands.
 func (r *Runtime) mcpSet(comp *computer.Computer, sess store.Session, o computer.SessionOptions, gate *permission.Gate, policy permission.Policy, pkg string) *mcpclient.Set {
-	o.Host = nil
-	start := func(ctx context.Context, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
-		c := *cmd
-		c.Env = append(computer.BaseEnv(sess.ID), cmd.Env...)
-		return comp.StartRaw(ctx, sess.ID, o, &c)
-	}
+	start, hostNet := MCPStarts(comp, sess.ID, o, r.mcpPolicies.now(r.mcpPath))
 	return mcpclient.NewSet(mcpclient.Options{Agent: sess.Agent, Session: sess.ID, Servers: r.mcpServers(sess.ID, sess.Agent),
-		Computer: start, PackageManager: pkg, DataDir: r.o.DataDir, Gate: gate, Policy: policy, Version: r.o.Version, Log: r.log})
+		Computer: start, HostNet: hostNet, PackageManager: pkg, DataDir: r.o.DataDir, Gate: gate, Policy: policy, Version: r.o.Version, Log: r.log})
+}
+
+// MCPStarts are how the stdio MCP servers of a session start: in comp,
+// as processes of their own with the session's folders, mounts and
+// network (o's) and no host commands, under the server's own egress
+// policy when it has one; and on the host, confined to the server's
+// policy when it has one. now, when set, gives a server's policy as
+// the user changes it (the policy it started with otherwise).
+func MCPStarts(comp *computer.Computer, session string, o computer.SessionOptions, now func(server string, start egress.Policy) func() egress.Policy) (mcpclient.StartFunc, mcpclient.HostNetFunc) {
+	o.Host = nil
+	current := func(srv string, pol egress.Policy) func() egress.Policy {
+		if now == nil {
+			return nil
+		}
+		return now(srv, pol)
+	}
+	start := func(ctx context.Context, srv *mcpclient.Server, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
+		so := o
+		pol, own, err := srv.EgressPolicy()
+		if err != nil {
+			return nil, nil, err
+		}
+		if own {
+			so.Network = pol.Mode != egress.Off
+			so.Egress.Policy, so.Egress.Current = pol, current(srv.Name, pol)
+		}
+		c := *cmd
+		c.Env = append(computer.BaseEnv(session), cmd.Env...)
+		return comp.StartRaw(ctx, session, so, &c)
+	}
+	hostNet := func(ctx context.Context, srv *mcpclient.Server, cmd *exec.Cmd) (func(), error) {
+		pol, _, err := srv.EgressPolicy()
+		if err != nil {
+			return nil, err
+		}
+		sc := egress.Scope{Session: session, Policy: pol, Current: current(srv.Name, pol), Record: o.Egress.Record, Ask: o.Egress.Ask}
+		return comp.StartOnHost(ctx, sc, cmd)
+	}
+	return start, hostNet
+}
+
+// mcpPolicies reads MCP servers' egress policies from mcp.json as it
+// changes, for their running processes' connections: the file is read
+// again only when it changed.
+type mcpPolicies struct {
+	mu    sync.Mutex
+	path  string
+	stamp string // size and modification time of what file holds
+	file  *mcpclient.File
+}
+
+// now returns a function giving a server's policy as the file at
+// path() says now; the policy it started with when the file cannot be
+// read or no longer gives one.
+func (m *mcpPolicies) now(path func() string) func(server string, start egress.Policy) func() egress.Policy {
+	return func(server string, start egress.Policy) func() egress.Policy {
+		return func() egress.Policy {
+			f := m.load(path())
+			if f == nil {
+				return start
+			}
+			s := f.Get(server)
+			if s == nil {
+				return start
+			}
+			if pol, ok, err := s.EgressPolicy(); ok && err == nil {
+				return pol
+			}
+			return start
+		}
+	}
+}
+
+func (m *mcpPolicies) load(p string) *mcpclient.File {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return nil
+	}
+	stamp := fmt.Sprint(fi.Size(), fi.ModTime().UnixNano())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p == m.path && stamp == m.stamp {
+		return m.file
+	}
+	f, err := mcpclient.Load(p)
+	if err != nil {
+		f = nil
+	}
+	m.path, m.stamp, m.file = p, stamp, f
+	return f
 }
 
 // mcpOffer is what the model gets of the session's MCP servers this

@@ -60,9 +60,19 @@ func mcpTestServer(t testing.TB) string {
 // answered by answer (nil: nobody answers, and asks wait).
 func mcpRuntime(t *testing.T, cfg *config.Config, servers string, answer func(*permission.ApprovalRequest) permission.Answer, turns ...llmtest.Turn) *testRuntime {
 	t.Helper()
+	return mcpRuntimeWith(t, cfg, servers, answer, nil, turns...)
+}
+
+// mcpRuntimeWith is mcpRuntime with the options changed by tune (nil:
+// none) before the runtime starts.
+func mcpRuntimeWith(t *testing.T, cfg *config.Config, servers string, answer func(*permission.ApprovalRequest) permission.Answer, tune func(*Options), turns ...llmtest.Turn) *testRuntime {
+	t.Helper()
 	bin := mcpTestServer(t)
 	servers = strings.ReplaceAll(servers, "$SERVER", bin)
 	return newTestRuntimeWith(t, cfg, func(o *Options) {
+		if tune != nil {
+			tune(o)
+		}
 		if err := os.WriteFile(o.MCP, []byte(`{"mcpServers": `+servers+`}`), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -111,8 +111,10 @@ type Runtime struct {
 
 	cfg atomic.Pointer[config.Config]
 
-	provision sync.Map // agent name → *sync.Mutex: one opening of its computer at a time
-	catalogs  sync.Map // agent name → *skill.Catalog: kept, as it remembers what it verified
+	provision   sync.Map // agent name → *sync.Mutex: one opening of its computer at a time
+	catalogs    sync.Map // agent name → *skill.Catalog: kept, as it remembers what it verified
+	skillsUsed  skillsInUse
+	mcpPolicies mcpPolicies // MCP servers' egress policies, as mcp.json changes
 
 	devices *Devices // the browsers host commands reach (Options.Devices)
 	web     browsers // the agents' own web browsers
@@ -883,6 +885,7 @@ func (r *Runtime) Delete(ctx context.Context, sessionID string) error {
 	if err := r.st.DeleteSession(ctx, sessionID); err != nil {
 		return err
 	}
+	r.skillsUsed.forget(sessionID)
 	// The folders hold what the computer wrote: RemoveAll removes
 	// symlinks planted there, never what they point to.
 	return os.RemoveAll(filepath.Join(r.o.DataDir, "agents", sess.Agent, "sessions", sessionID))

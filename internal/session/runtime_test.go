@@ -13,6 +13,7 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
+	"den.dev/den/internal/egress"
 	"den.dev/den/internal/event"
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/llm/llmtest"
@@ -68,6 +69,8 @@ func newTestRuntimeWith(t testing.TB, cfg *config.Config, tune func(*Options), t
 	if cfg == nil {
 		cfg = &config.Config{}
 	}
+	// As den's command line does: [network] hosts pins names.
+	m.Egress = egress.New(egress.Options{Hosts: cfg.Network.Hosts})
 	o := Options{Store: st, DataDir: dir, Config: cfg, Holder: "test", MCP: filepath.Join(dir, "mcp.json"),
 		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
 			c, err := m.Computer(agent)

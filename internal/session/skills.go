@@ -88,13 +88,14 @@ func (r *Runtime) withSkill(ctx context.Context, agentName, sessionID string, m 
 	}
 	fmt.Fprintf(&b, "</skill>\nThe user asked to use the skill %q for this: follow its instructions (its other files are in %s/%s/).", name, skill.GuestDir, name)
 	cat.MarkUsed(name, now)
+	r.skillsUsed.add(sessionID, name)
 	m.Text = b.String()
 	return m
 }
 
 // noteSkillRead records a use of the skill whose SKILL.md a file_read
-// call reads.
-func noteSkillRead(cat *skill.Catalog, c *llm.ToolCall) {
+// call reads; use, when set, is told its name.
+func noteSkillRead(cat *skill.Catalog, c *llm.ToolCall, use func(name string)) {
 	if cat == nil || c.Name != "file_read" {
 		return
 	}
@@ -106,5 +107,8 @@ func noteSkillRead(cat *skill.Catalog, c *llm.ToolCall) {
 	}
 	if name, ok := skill.ManifestOf(in.Path); ok {
 		cat.MarkUsed(name, time.Now())
+		if use != nil {
+			use(name)
+		}
 	}
 }

@@ -23,8 +23,9 @@ type registryTools struct {
 	reg        *tool.Registry
 	mcp        *mcpTools // the tools of the session's MCP servers this turn; nil without
 	env        *tool.Env
-	hidden     map[string]bool // tools the model does not see (memory, when off)
-	skills     *skill.Catalog  // told when the model reads a skill's SKILL.md
+	hidden     map[string]bool   // tools the model does not see (memory, when off)
+	skills     *skill.Catalog    // told when the model reads a skill's SKILL.md
+	useSkill   func(name string) // and so is this: the skill's egress rules apply
 	session    string
 	mounts     []cmdscan.Mount
 	gate       *permission.Gate
@@ -98,7 +99,7 @@ func (r *registryTools) Call(ctx context.Context, c *llm.ToolCall, o agent.CallO
 	if r.checkpoint != nil && r.mayChange(c) {
 		r.checkpoint.before(ctx, o.MessageID)
 	}
-	noteSkillRead(r.skills, c)
+	noteSkillRead(r.skills, c, r.useSkill)
 	mark := r.denials.mark()
 	res, exit := r.call(ctx, &env, c, o.Concurrent)
 	// A refused connection shows in a command as a reset or a TLS

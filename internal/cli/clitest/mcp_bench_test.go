@@ -58,7 +58,7 @@ func BenchmarkMCPEverythingCall(b *testing.B) {
 	set := mcpclient.NewSet(mcpclient.Options{Agent: "node", Session: "s1", DataDir: data,
 		Gate:    permission.New(st, "node", permission.Policy{}, permission.Options{}),
 		Servers: []*mcpclient.Server{{Name: "everything", Type: mcpclient.Stdio, Command: "mcp-server-everything", Enabled: true}},
-		Computer: func(ctx context.Context, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
+		Computer: func(ctx context.Context, _ *mcpclient.Server, cmd *sandbox.Cmd) (sandbox.Process, func(), error) {
 			c := *cmd
 			c.Env = append(computer.BaseEnv("s1"), cmd.Env...)
 			return comp.StartRaw(ctx, "s1", computer.SessionOptions{}, &c)

@@ -777,10 +777,17 @@ function NetworkInfo({ conns }) {
     refused > 0 && html`, <span class="refused">${refused} refused</span>`}</summary>
     <table><tbody>${conns.map((c) => html`<tr key=${c.event_id} class=${c.allowed ? "" : "refused"} title=${c.message || c.error || ""}>
       <td>${time(c)}</td><th scope="row">${c.host}:${c.port}</th>
-      <td>${c.allowed ? "allowed" : "refused"}${c.by && c.by !== "policy" ? ` (${c.by})` : ""}${c.secrets ? " · secret" : ""}</td>
+      <td>${c.allowed ? "allowed" : "refused"}${c.by && c.by !== "policy" ? ` (${c.by})` : ""}${c.via ? ` · ${viaText(c.via)}` : ""}${c.secrets ? " · secret" : ""}</td>
       <td>${c.allowed ? `↑${bytes(c.bytes_out)} ↓${bytes(c.bytes_in)}` : ""}</td></tr>
       ${!c.allowed && c.message && html`<tr class="why"><td></td><td colspan="3">${c.message}</td></tr>`}`)}</tbody></table>
     <p class="muted">Every connection of the computer leaves through den under the agent's egress policy (den network log).</p></details>`;
+}
+
+// viaText names whose policy decided a connection, when not the
+// agent's: an MCP server's own, or a rule of a skill in use.
+function viaText(via) {
+  const [kind, name] = via.split(":", 2);
+  return kind === "mcp" ? `MCP server ${name}` : kind === "skill" ? `skill ${name}` : via;
 }
 
 function bytes(n) {

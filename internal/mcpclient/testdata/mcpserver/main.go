@@ -146,6 +146,25 @@ func server() *mcp.Server {
 		}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "noted: " + in.Text}}}, nil, nil
 		})
+	if os.Getenv("DEN_TEST_MCP_FETCH") == "1" {
+		// Only where a test asks for it: the others count the tools.
+		mcp.AddTool(s, &mcp.Tool{Name: "fetch", Description: "GET a URL; say the status and the body."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+				URL string `json:"url"`
+			}) (*mcp.CallToolResult, any, error) {
+				// One connection per fetch, ended with it: den records a
+				// connection when it ends.
+				c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+				resp, err := c.Get(in.URL)
+				if err != nil {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "fetch failed: " + err.Error()}}}, nil, nil
+				}
+				defer resp.Body.Close()
+				var body bytes.Buffer
+				body.ReadFrom(http.MaxBytesReader(nil, resp.Body, 4096))
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("fetch %d: %s", resp.StatusCode, body.String())}}}, nil, nil
+			})
+	}
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Please greet " + req.Params.Arguments["name"] + " warmly."}}}}, nil
