@@ -262,7 +262,7 @@ func mask(r *http.Response, secrets []secret.Secret) {
 		}
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &masker{r: r.Body, vals: vals}
+		r.Body = &masker{r: r.Body, t: newTail(vals)}
 	}
 }
 
@@ -283,38 +283,25 @@ func maskBytes(b []byte, vals [][]byte) []byte {
 	return b
 }
 
-// masker masks values in a stream: it holds back the bytes that could
-// begin a value split across reads.
+// masker masks values in a stream (a response's body).
 type masker struct {
-	r    io.ReadCloser
-	vals [][]byte
-	buf  []byte // read, not yet given out
-	out  []byte // masked, ready
-	err  error
+	r   io.ReadCloser
+	t   tail
+	out []byte // masked, ready
+	err error
 }
 
 func (m *masker) Read(p []byte) (int, error) {
 	for len(m.out) == 0 {
 		if m.err != nil {
-			if len(m.buf) > 0 {
-				m.out, m.buf = maskBytes(m.buf, m.vals), nil
+			if m.out = m.t.flush(); len(m.out) > 0 {
 				break
 			}
 			return 0, m.err
 		}
 		chunk := make([]byte, 32<<10)
 		n, err := m.r.Read(chunk)
-		m.buf = append(m.buf, chunk[:n]...)
-		m.err = err
-		maskBytes(m.buf, m.vals)
-		keep := 0
-		for _, v := range m.vals {
-			keep = max(keep, len(v)-1)
-		}
-		if m.err == nil && len(m.buf) > keep {
-			cut := len(m.buf) - keep
-			m.out, m.buf = m.buf[:cut:cut], append([]byte(nil), m.buf[cut:]...)
-		}
+		m.out, m.err = m.t.push(chunk[:n]), err
 	}
 	n := copy(p, m.out)
 	m.out = m.out[n:]
@@ -322,3 +309,44 @@ func (m *masker) Read(p []byte) (int, error) {
 }
 
 func (m *masker) Close() error { return m.r.Close() }
+
+// tail masks values in a stream given to it piece by piece: it holds
+// back the last bytes, those that could begin a value split between
+// pieces (one byte fewer than the longest value).
+type tail struct {
+	vals [][]byte
+	keep int
+	buf  []byte // pushed, not yet given out
+}
+
+func newTail(vals [][]byte) tail {
+	keep := 0
+	for _, v := range vals {
+		keep = max(keep, len(v)-1)
+	}
+	return tail{vals: vals, keep: keep}
+}
+
+// push adds p to the stream and returns the bytes that can no longer be
+// part of an unmasked value, masked: all but the last keep pushed.
+func (t *tail) push(p []byte) []byte {
+	t.buf = append(t.buf, p...)
+	maskBytes(t.buf, t.vals)
+	if len(t.buf) <= t.keep {
+		return nil
+	}
+	cut := len(t.buf) - t.keep
+	out := t.buf[:cut:cut]
+	t.buf = append([]byte(nil), t.buf[cut:]...)
+	return out
+}
+
+// held is how many bytes push holds back now.
+func (t *tail) held() int { return len(t.buf) }
+
+// flush ends the stream and returns what push held back, masked.
+func (t *tail) flush() []byte {
+	out := t.buf
+	t.buf = nil
+	return out
+}
