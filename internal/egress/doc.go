@@ -28,6 +28,10 @@
 //     head) only to learn its name, and relays them unchanged.
 //   - Nothing the computer sends decides what den dials but the name:
 //     an address in den's own range that den did not give is refused.
+//   - Towards a host a secret is bound to, nothing the server sends
+//     reaches the computer but with the values masked: HTTP responses,
+//     and after an upgrade WebSocket frames without extensions, read
+//     one by one; any other upgrade is refused.
 //   - stop (from Serve) closes every listener and connection of the
 //     computer and waits for every goroutine of its Net.
 //

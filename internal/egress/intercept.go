@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -54,28 +55,52 @@ func (n *Net) intercept(c net.Conn, h hello, rec *Record, secrets []secret.Secre
 		target = hostPort(rec.Host, rec.Port)
 	}
 	var injected atomic.Bool
+	vals := values(secrets)
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// Whatever Host the computer sent, the request goes to the
 			// name the policy allowed and den connected to.
 			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.Host = "https", target, ""
-			// Bodies come back plain, so that den can mask the values.
+			// Bodies come back plain, so that den can mask the values;
+			// so do WebSocket frames (no permessage-deflate).
 			pr.Out.Header.Del("Accept-Encoding")
+			pr.Out.Header.Del("Sec-WebSocket-Extensions")
 			if inject(pr.Out, secrets) {
 				injected.Store(true)
 			}
 		},
-		Transport:      n.p.transport,
-		FlushInterval:  -1,
-		ModifyResponse: func(r *http.Response) error { mask(r, secrets); return nil },
+		Transport:     n.p.transport,
+		FlushInterval: -1,
+		ModifyResponse: func(r *http.Response) error {
+			if r.StatusCode == http.StatusSwitchingProtocols {
+				maskHeader(r.Header, vals)
+				return maskUpgrade(r, vals)
+			}
+			mask(r, vals)
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			var why refusal
+			if errors.As(err, &why) {
+				w.Header().Set("Connection", "close")
+				w.WriteHeader(http.StatusBadGateway)
+				fmt.Fprintln(w, why)
+				return
+			}
 			w.WriteHeader(http.StatusBadGateway)
 			fmt.Fprintf(w, "den: could not reach %s for you: %v\n", target, err)
 		},
 		ErrorLog: log.New(io.Discard, "", 0),
 	}
-	serveConn(n.ctx, tc, rp)
+	serveConn(n.ctx, tc, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// After an upgrade den could mask nothing but WebSocket.
+		if why := refuseUpgrade(r); why != "" {
+			rp.ErrorHandler(w, r, why)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
 	if injected.Load() {
 		rec.Secrets = true
 	}
@@ -248,21 +273,30 @@ func anyHolds(vals []string, s string) bool {
 	return false
 }
 
-// mask hides the secrets' values in a response from a bound host (a
-// server that echoes a request's headers, a redirect that carries a
-// query): each occurrence becomes as many '*', so that lengths hold.
-func mask(r *http.Response, secrets []secret.Secret) {
-	var vals [][]byte
+// values are the secrets' values, to mask.
+func values(secrets []secret.Secret) [][]byte {
+	vals := make([][]byte, 0, len(secrets))
 	for _, s := range secrets {
 		vals = append(vals, []byte(s.Value))
 	}
-	for k, vs := range r.Header {
-		for i, v := range vs {
-			r.Header[k][i] = string(maskBytes([]byte(v), vals))
-		}
-	}
+	return vals
+}
+
+// mask hides the values in a response from a bound host (a server that
+// echoes a request's headers, a redirect that carries a query): each
+// occurrence becomes as many '*', so that lengths hold.
+func mask(r *http.Response, vals [][]byte) {
+	maskHeader(r.Header, vals)
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = &masker{r: r.Body, vals: vals}
+		r.Body = &masker{r: r.Body, t: newTail(vals)}
+	}
+}
+
+func maskHeader(h http.Header, vals [][]byte) {
+	for k, vs := range h {
+		for i, v := range vs {
+			h[k][i] = string(maskBytes([]byte(v), vals))
+		}
 	}
 }
 
@@ -283,38 +317,25 @@ func maskBytes(b []byte, vals [][]byte) []byte {
 	return b
 }
 
-// masker masks values in a stream: it holds back the bytes that could
-// begin a value split across reads.
+// masker masks values in a stream (a response's body).
 type masker struct {
-	r    io.ReadCloser
-	vals [][]byte
-	buf  []byte // read, not yet given out
-	out  []byte // masked, ready
-	err  error
+	r   io.ReadCloser
+	t   tail
+	out []byte // masked, ready
+	err error
 }
 
 func (m *masker) Read(p []byte) (int, error) {
 	for len(m.out) == 0 {
 		if m.err != nil {
-			if len(m.buf) > 0 {
-				m.out, m.buf = maskBytes(m.buf, m.vals), nil
+			if m.out = m.t.flush(); len(m.out) > 0 {
 				break
 			}
 			return 0, m.err
 		}
 		chunk := make([]byte, 32<<10)
 		n, err := m.r.Read(chunk)
-		m.buf = append(m.buf, chunk[:n]...)
-		m.err = err
-		maskBytes(m.buf, m.vals)
-		keep := 0
-		for _, v := range m.vals {
-			keep = max(keep, len(v)-1)
-		}
-		if m.err == nil && len(m.buf) > keep {
-			cut := len(m.buf) - keep
-			m.out, m.buf = m.buf[:cut:cut], append([]byte(nil), m.buf[cut:]...)
-		}
+		m.out, m.err = m.t.push(chunk[:n]), err
 	}
 	n := copy(p, m.out)
 	m.out = m.out[n:]
@@ -322,3 +343,48 @@ func (m *masker) Read(p []byte) (int, error) {
 }
 
 func (m *masker) Close() error { return m.r.Close() }
+
+// tail masks values in a stream given to it piece by piece: it holds
+// back the last bytes, those that could begin a value split between
+// pieces (one byte fewer than the longest value).
+type tail struct {
+	vals  [][]byte
+	keep  int
+	buf   []byte // pushed, not yet given out
+	spare []byte // what push gave out last
+}
+
+func newTail(vals [][]byte) tail {
+	keep := 0
+	for _, v := range vals {
+		keep = max(keep, len(v)-1)
+	}
+	return tail{vals: vals, keep: keep}
+}
+
+// push adds p to the stream and returns the bytes that can no longer be
+// part of an unmasked value, masked: all but the last keep pushed. What
+// it returns is valid until the next push.
+func (t *tail) push(p []byte) []byte {
+	t.buf = append(t.buf, p...)
+	maskBytes(t.buf, t.vals)
+	if len(t.buf) <= t.keep {
+		return nil
+	}
+	cut := len(t.buf) - t.keep
+	out := t.buf[:cut:cut]
+	t.spare = append(t.spare[:0], t.buf[cut:]...)
+	t.buf, t.spare = t.spare, t.buf
+	return out
+}
+
+// held is how many bytes push holds back now.
+func (t *tail) held() int { return len(t.buf) }
+
+// flush ends the stream and returns what push held back, masked, valid
+// until the next push (which begins another stream).
+func (t *tail) flush() []byte {
+	out := t.buf
+	t.buf, t.spare = t.spare[:0], t.buf
+	return out
+}

@@ -15,6 +15,12 @@
 //	                             ADDR instead of the URL's host): "ok: NANOSECONDS"
 //	probe fetch URL              GET, reading the body: "ok: BYTES NANOSECONDS"
 //	probe self                   connect to a listener on its own loopback
+//	probe ws URL CAFILE [HEADER:VALUE]...  a WebSocket, offering permessage-deflate:
+//	                             send a text message "den-secret:API_TOKEN" and a
+//	                             ping, then print each message until the server
+//	                             closes (runs of 16 '.' or more as "[.xN]")
+//	probe wsecho URL CAFILE N SIZE  a WebSocket: N binary messages of SIZE bytes,
+//	                             each read back: "ok: NANOSECONDS"
 package main
 
 import (
@@ -22,14 +28,18 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/coder/websocket"
 )
 
 func main() {
@@ -207,8 +217,107 @@ func probe(what string, a []string) (string, error) {
 		}
 		defer c.Close()
 		return line(c)
+	case "ws":
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		c, err := dialWS(ctx, a[0], a[1], a[2:])
+		if err != nil {
+			return "", err
+		}
+		defer c.CloseNow()
+		return talkWS(ctx, c)
+	case "wsecho":
+		var n, size int
+		fmt.Sscan(a[2], &n)
+		fmt.Sscan(a[3], &size)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		c, err := dialWS(ctx, a[0], a[1], nil)
+		if err != nil {
+			return "", err
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(int64(size))
+		msg := make([]byte, size)
+		for i := range msg {
+			msg[i] = byte('a' + i%26)
+		}
+		start := time.Now()
+		for range n {
+			if err := c.Write(ctx, websocket.MessageBinary, msg); err != nil {
+				return "", err
+			}
+			if _, b, err := c.Read(ctx); err != nil || len(b) != size {
+				return "", fmt.Errorf("echo of %d bytes: %v", len(b), err)
+			}
+		}
+		elapsed := time.Since(start)
+		c.Close(websocket.StatusNormalClosure, "")
+		return fmt.Sprint(elapsed.Nanoseconds()), nil
 	}
 	return "", fmt.Errorf("unknown probe %q", what)
+}
+
+// dialWS opens a WebSocket to url trusting caFile, with headers, and
+// offers permessage-deflate (which den must take out of the request).
+func dialWS(ctx context.Context, url, caFile string, headers []string) (*websocket.Conn, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	h := http.Header{}
+	for _, kv := range headers {
+		k, v, _ := strings.Cut(kv, ":")
+		h.Add(k, strings.TrimSpace(v))
+	}
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPClient:      &http.Client{Transport: &http.Transport{Proxy: nil, TLSClientConfig: &tls.Config{RootCAs: pool}}},
+		HTTPHeader:      h,
+		CompressionMode: websocket.CompressionContextTakeover,
+	})
+	if err != nil {
+		if resp != nil && resp.Body != nil {
+			b, _ := io.ReadAll(resp.Body)
+			return nil, fmt.Errorf("%w: %d %s", err, resp.StatusCode, strings.TrimSpace(string(b)))
+		}
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	return c, nil
+}
+
+var dots = regexp.MustCompile(`\.{16,}`)
+
+// talkWS sends a text message with a placeholder and a ping, then gives
+// every message the server sends, one a line, and how it closed.
+func talkWS(ctx context.Context, c *websocket.Conn) (string, error) {
+	if err := c.Write(ctx, websocket.MessageText, []byte("den-secret:API_TOKEN")); err != nil {
+		return "", err
+	}
+	pinged := make(chan error, 1)
+	go func() { pinged <- c.Ping(ctx) }() // answered while Read below reads
+	var lines []string
+	for {
+		typ, b, err := c.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) {
+				return "", fmt.Errorf("%s\n%w", strings.Join(lines, "\n"), err)
+			}
+			lines = append(lines, fmt.Sprintf("close %d: %s", ce.Code, ce.Reason))
+			break
+		}
+		kind := map[websocket.MessageType]string{websocket.MessageText: "text", websocket.MessageBinary: "binary"}[typ]
+		lines = append(lines, kind+": "+dots.ReplaceAllStringFunc(string(b), func(s string) string { return fmt.Sprintf("[.x%d]", len(s)) }))
+	}
+	if err := <-pinged; err != nil {
+		lines = append(lines, "ping: "+err.Error())
+	} else {
+		lines = append(lines, "ping: pong")
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 func line(c net.Conn) (string, error) {
