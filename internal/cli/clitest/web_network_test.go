@@ -1,6 +1,9 @@
 package clitest
 
 import (
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,12 +16,29 @@ import (
 
 // TestWebNetwork: the chat lists its computer's connections; one den
 // refused is marked so and says how to allow it, live and after a
-// reload. The refused command's card ends with den's note for the
-// model.
+// reload; one a skill in use let out says so. The refused command's
+// card ends with den's note for the model.
 func TestWebNetwork(t *testing.T) {
-	p, _ := serveWith(t, "egress = \"allowlist\"\n",
-		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_e", `printf 'GET / HTTP/1.0\r\nHost: blocked.example\r\n\r\n' | nc -w 10 blocked.example 80; echo done`)}},
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "sunny") })}
+	go srv.Serve(l)
+	defer srv.Close()
+	fetch := func(host string) string {
+		return `printf 'GET / HTTP/1.0\r\nHost: ` + host + `\r\n\r\n' | nc -w 10 ` + host + ` 80; echo done`
+	}
+	p, _ := serveWith(t, fmt.Sprintf("egress = \"allowlist\"\n\n[agents.default.skills.weather]\nallow = [\"weather.example\"]\n\n[network]\nhosts = { \"weather.example:80\" = %q }\n", l.Addr()),
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_e", fetch("blocked.example"))}},
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_r", Name: "file_read", Input: `{"path":"/den/skills/weather/SKILL.md"}`}}},
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_w", fetch("weather.example"))}},
 		llmtest.Turn{Text: "It was blocked."})
+	skill := filepath.Join(p.den.Home, "agents", "default", "skills", "weather")
+	if err := os.MkdirAll(skill, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("---\nname: weather\ndescription: The weather.\n---\n\nGET http://weather.example/\n"), 0o644)
 	b := openBrowser(t, p, phoneScreen)
 	b.newChat()
 	b.send("fetch blocked.example")
@@ -33,6 +53,9 @@ func TestWebNetwork(t *testing.T) {
 		why := b.waitText(".network-info tr.why", "den network allow --agent default blocked.example")
 		if !strings.Contains(row, "refused") || why == "" {
 			t.Errorf("the refused connection's rows: %q, %q", row, why)
+		}
+		if row := b.waitText(".network-info tr", "weather.example:80"); !strings.Contains(row, "allowed") || !strings.Contains(row, "skill weather") {
+			t.Errorf("the connection the skill let out: %q", row)
 		}
 	}
 	b.shot("network")
