@@ -71,6 +71,11 @@ func (m Manifest) check(schema int) error {
 	case m.Owners != "inside":
 		return fmt.Errorf("%w: owners recorded as %q", ErrNotBackup, m.Owners)
 	}
+	for _, name := range m.Config {
+		if name != configFile && name != mcpFile && name != envFile {
+			return fmt.Errorf("%w: config file %q", ErrUnsafe, name)
+		}
+	}
 	return nil
 }
 

@@ -2,10 +2,7 @@ package backup
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -104,7 +101,6 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	if err != nil {
 		return RestoreSummary{}, err
 	}
-	rs.sums[ManifestName] = a.manifestSum
 	defer rs.closeTrees()
 	if err := rs.readAll(ctx, a, o); err != nil {
 		return RestoreSummary{}, err
@@ -129,41 +125,20 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	return s, nil
 }
 
-// readAll writes every entry up to SHA256SUMS, checks them against
-// it, and checks that the archive ends there.
+// readAll writes every entry the shared reader checked, up to
+// SHA256SUMS, and finishes the trees once the archive is checked whole.
 func (rs *restorer) readAll(ctx context.Context, a *archive, o RestoreOptions) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		h, err := a.next()
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("restore: %w: it ends without %s (truncated?)", ErrNotBackup, SumsName)
-		}
-		if err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if h.Name == SumsName {
-			if err := rs.verify(h, a.tr); err != nil {
-				return fmt.Errorf("restore: %w", err)
-			}
-			break
-		}
-		name := h.Name
-		if err := rs.add(h, a.tr); err != nil {
-			return fmt.Errorf("restore: %s: %w", name, err)
-		}
+	rd := newReader(a, rs.m)
+	tick := func() {
 		if o.Progress != nil && time.Since(rs.last) >= 100*time.Millisecond {
 			rs.last = time.Now()
-			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rs.files})
+			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rd.files})
 		}
 	}
-	if _, err := a.next(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("restore: %w: entries after %s", ErrUnsafe, SumsName)
-	}
-	if err := a.end(); err != nil {
+	if err := rd.each(ctx, rs.add, tick); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	rs.files, rs.bytes = rd.files, rd.bytes
 	if err := rs.finish(); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -260,11 +235,9 @@ type restorer struct {
 	uid   int
 	gid   int
 
-	den     *rootfs.Tree    // den's files, in the staging folder
-	cur     *rootfs.Tree    // the computer's or host tree being written
-	curRoot string          // its folder, relative to the staging folder
-	done    map[string]bool // trees written and closed
-	sums    map[string]string
+	den     *rootfs.Tree // den's files, in the staging folder
+	cur     *rootfs.Tree // the computer's or host tree being written
+	curRoot string       // its folder, relative to the staging folder
 	configs map[string][]byte
 
 	files int
@@ -289,30 +262,16 @@ func newRestorer(stage, data string, m Manifest) (*restorer, error) {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	return &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
-		den: den, done: map[string]bool{}, sums: map[string]string{}, configs: map[string][]byte{}}, nil
+		den: den, configs: map[string][]byte{}}, nil
 }
 
 // add writes one entry.
-func (rs *restorer) add(h *tar.Header, r io.Reader) error {
-	if h.Typeflag == tar.TypeRegA {
-		h.Typeflag = tar.TypeReg
+func (rs *restorer) add(e *entry) error {
+	h := e.h
+	if e.config != "" {
+		return rs.config(e.config, h, e.body)
 	}
-	if name, ok := strings.CutPrefix(h.Name, configDir); ok {
-		return rs.config(name, h, r)
-	}
-	p, err := classify(h.Name)
-	if err != nil {
-		return err
-	}
-	if !allowed(p.kind, h.Typeflag) || (p.only != 0 && h.Typeflag != p.only) {
-		return fmt.Errorf("%w: %s is not something den restores there", ErrUnsafe, typeName(h.Typeflag))
-	}
-	if h.Typeflag == tar.TypeReg {
-		if _, dup := rs.sums[h.Name]; dup {
-			return fmt.Errorf("%w: the archive holds it twice", ErrUnsafe)
-		}
-	}
-	h.Mode &= 0o7777
+	p := e.at
 	if p.kind == computerFiles {
 		h.Uid, h.Gid = rs.hostIDs(h.Uid, h.Gid)
 	} else {
@@ -320,32 +279,17 @@ func (rs *restorer) add(h *tar.Header, r io.Reader) error {
 		h.Mode &^= 0o6000 // den's files are never setuid or setgid
 	}
 	if h.Typeflag == tar.TypeLink {
-		t, err := classify(h.Linkname)
-		if err != nil || t.tree != p.tree || p.tree == "" {
-			return fmt.Errorf("%w: a hard link to %q, outside its tree", ErrUnsafe, h.Linkname)
-		}
-		h.Linkname = t.rel
+		h.Linkname = e.link
 	}
 	tree := rs.den
 	if p.tree != "" {
+		var err error
 		if tree, err = rs.open(p.tree); err != nil {
 			return err
 		}
 	}
-	name := h.Name
 	h.Name = p.rel
-	if h.Typeflag != tar.TypeReg {
-		return tree.Add(h, nil)
-	}
-	sum := sha256.New()
-	n := &countingReader{r: io.TeeReader(r, sum)}
-	if err := tree.Add(h, n); err != nil {
-		return err
-	}
-	rs.sums[name] = hex.EncodeToString(sum.Sum(nil))
-	rs.files++
-	rs.bytes += n.n
-	return nil
+	return tree.Add(h, e.body)
 }
 
 // hostIDs maps a computer's inside ids to this machine's host ids.
@@ -369,16 +313,14 @@ func (rs *restorer) hostIDs(uid, gid int) (int, int) {
 }
 
 // open returns the tree at dir, closing the one before: a tree's
-// entries come together, so a tree met again is refused.
+// entries come together (the reader checks it), so a tree closed is
+// done.
 func (rs *restorer) open(dir string) (*rootfs.Tree, error) {
 	if dir == rs.curRoot {
 		return rs.cur, nil
 	}
 	if err := rs.closeCur(); err != nil {
 		return nil, err
-	}
-	if rs.done[dir] {
-		return nil, fmt.Errorf("%w: the entries of %s are not together", ErrUnsafe, dir)
 	}
 	// The folder and its parents (den's folders, whose own entries give
 	// them their modes) are made through an os.Root on the staging
@@ -406,7 +348,6 @@ func (rs *restorer) closeCur() error {
 	}
 	err := rs.cur.Finish()
 	rs.cur.Close()
-	rs.done[rs.curRoot] = true
 	rs.cur, rs.curRoot = nil, ""
 	return err
 }
@@ -424,56 +365,11 @@ func (rs *restorer) closeTrees() {
 
 // config keeps a config file for the end.
 func (rs *restorer) config(name string, h *tar.Header, r io.Reader) error {
-	listed := false
-	for _, c := range rs.m.Config {
-		listed = listed || c == name
-	}
-	if !listed || h.Typeflag != tar.TypeReg || h.Size > 16<<20 {
-		return fmt.Errorf("%w: not a config file the manifest names", ErrUnsafe)
-	}
-	if _, dup := rs.configs[name]; dup {
-		return fmt.Errorf("%w: the archive holds it twice", ErrUnsafe)
-	}
 	b, err := io.ReadAll(io.LimitReader(r, h.Size))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return err
 	}
-	sum := sha256.Sum256(b)
-	rs.sums[h.Name] = hex.EncodeToString(sum[:])
 	rs.configs[name] = b
-	rs.files++
-	rs.bytes += int64(len(b))
-	return nil
-}
-
-// verify reads SHA256SUMS and checks every file written against it.
-func (rs *restorer) verify(h *tar.Header, r io.Reader) error {
-	if h.Typeflag != tar.TypeReg {
-		return fmt.Errorf("%w: %s is not a file", ErrNotBackup, SumsName)
-	}
-	seen := 0
-	sc := bufio.NewScanner(io.LimitReader(r, h.Size))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		hexsum, name, err := parseSumLine(sc.Text())
-		if err != nil {
-			return err
-		}
-		got, ok := rs.sums[name]
-		if !ok {
-			return fmt.Errorf("%w: %s lists %q, which the archive does not hold", ErrCorrupt, SumsName, name)
-		}
-		if got != hexsum {
-			return fmt.Errorf("%w: %s does not match its SHA-256", ErrCorrupt, name)
-		}
-		seen++
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, SumsName, err)
-	}
-	if seen != len(rs.sums) {
-		return fmt.Errorf("%w: %d files are not in %s", ErrCorrupt, len(rs.sums)-seen, SumsName)
-	}
 	return nil
 }
 
