@@ -113,6 +113,9 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 			return Summary{}, fmt.Errorf("backup: %w", err)
 		}
 		defer os.Remove(db)
+		if n, err := store.CountSessions(ctx, db); err == nil {
+			m.Sessions = &n
+		}
 	}
 	configs, err := c.configs(&m)
 	if err != nil {

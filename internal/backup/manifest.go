@@ -38,6 +38,9 @@ type Manifest struct {
 	Owners string `json:"owners"`
 	// Agents are the agents whose folders the archive holds.
 	Agents []string `json:"agents"`
+	// Sessions is how many sessions the database holds; nil in an
+	// archive without a database, or from a den that did not count them.
+	Sessions *int `json:"sessions,omitempty"`
 	// Config lists the config files it holds (config.toml, mcp.json,
 	// env).
 	Config []string `json:"config,omitempty"`
