@@ -54,6 +54,10 @@
 // confined by an os.Root). Setuid and setgid bits are kept only on the
 // computer's files.
 //
+// Verify reads an archive whole through the same reader and checks,
+// and writes nothing: an archive it accepts is one Restore accepts,
+// but for the data dir it would write into and the database opening.
+//
 // Owners: as root, the computer's files go to the ids the new machine
 // gives its computers (see package idmap), and den's own files to den;
 // as an ordinary user every file belongs to that user, which is root

@@ -375,3 +375,152 @@ func TestScheduledBackups(t *testing.T) {
 		t.Errorf("the restored computer: %s", out)
 	}
 }
+
+// TestBackupVerify: den backup verify reads a backup whole, writes
+// nothing, and says what it holds (--json too, and from standard
+// input); a backup cut short, with a byte changed in a file, with a
+// file its SHA256SUMS does not list, or without one it lists, fails
+// with exit 125 and the problem named.
+func TestBackupVerify(t *testing.T) {
+	d := newDen(t)
+	provision(t, d, "default")
+	d.MustRun("exec", "--", "sh", "-c", "echo verify-me > /root/v.txt")
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	d.MustRun("backup", file)
+
+	n := New(t, denBin) // a den of its own: verify touches no data dir
+	r := n.MustRun("backup", "verify", file)
+	for _, want := range []string{file + " is whole", "agents:    default", "sessions:  ", "computers: yes", "secrets:   no"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("den backup verify: no %q in\n%s", want, r)
+		}
+	}
+	if ents, _ := os.ReadDir(n.Home); len(ents) != 0 {
+		t.Errorf("den backup verify wrote into the data dir: %v", ents)
+	}
+	archive, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = n.RunInput(bytes.NewReader(archive), "backup", "verify", "--json", "-")
+	var v struct {
+		OK           bool     `json:"ok"`
+		Agents       []string `json:"agents"`
+		Sessions     *int     `json:"sessions"`
+		Files        int      `json:"files"`
+		Bytes        int64    `json:"bytes"`
+		ArchiveBytes int64    `json:"archive_bytes"`
+		Secrets      bool     `json:"secrets"`
+		Created      string   `json:"created"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || r.Code != 0 {
+		t.Fatalf("den backup verify --json -: %v\n%s", err, r)
+	}
+	if !v.OK || len(v.Agents) != 1 || v.Sessions == nil || v.Files == 0 || v.Bytes == 0 || v.ArchiveBytes != int64(len(archive)) || v.Secrets || v.Created == "" {
+		t.Errorf("den backup verify --json: %+v", v)
+	}
+
+	const kept = "data/agents/default/rootfs/root/v.txt"
+	for _, tc := range []struct {
+		name, says string
+		archive    []byte
+	}{
+		{"truncated", "truncated", archive[:len(archive)/2]},
+		{"a byte changed", kept + " does not match its SHA-256", regzip(t, bytes.Replace(gunzipBytes(t, archive), []byte("verify-me"), []byte("verify-Me"), 1))},
+		{"an unlisted file", "data/agents/default/rootfs/root/extra.txt is not in SHA256SUMS", editArchive(t, archive, func(h *tar.Header, body []byte) []tarFile {
+			if h.Name == kept {
+				return []tarFile{{*h, body}, {tar.Header{Name: "data/agents/default/rootfs/root/extra.txt", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("extra\n")}}
+			}
+			return []tarFile{{*h, body}}
+		})},
+		{"a missing file", `lists "` + kept + `", which the archive does not hold`, editArchive(t, archive, func(h *tar.Header, body []byte) []tarFile {
+			if h.Name == kept {
+				return nil
+			}
+			return []tarFile{{*h, body}}
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := filepath.Join(t.TempDir(), "bad.tar.gz")
+			if err := os.WriteFile(bad, tc.archive, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := n.Run("backup", "verify", bad)
+			if r.Code != 125 || !strings.Contains(r.Stderr, tc.says) || r.Stdout != "" {
+				t.Errorf("den backup verify: want exit 125 saying %q, got %s", tc.says, r)
+			}
+			r = n.Run("backup", "verify", "--json", bad)
+			var f struct {
+				OK    bool   `json:"ok"`
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &f); err != nil || r.Code != 125 || f.OK || !strings.Contains(f.Error, tc.says) {
+				t.Errorf("den backup verify --json: want exit 125 and ok false saying %q, got %v %s", tc.says, err, r)
+			}
+		})
+	}
+}
+
+type tarFile struct {
+	h    tar.Header
+	body []byte
+}
+
+// editArchive copies a gzip-compressed tar entry by entry, each through
+// edit, which returns the entries to write in its place.
+func editArchive(t *testing.T, archive []byte, edit func(h *tar.Header, body []byte) []tarFile) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(gunzipBytes(t, archive)))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range edit(h, body) {
+			if f.h.Typeflag == tar.TypeReg {
+				f.h.Size = int64(len(f.body))
+			}
+			if err := tw.WriteHeader(&f.h); err != nil {
+				t.Fatal(err)
+			}
+			tw.Write(f.body)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return regzip(t, out.Bytes())
+}
+
+func gunzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func regzip(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
