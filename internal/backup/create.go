@@ -462,7 +462,9 @@ func (c *creation) folder(ctx context.Context, j job, fd int, show, name string,
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if err := c.w.header(c.header(j, name+"/", &st, tar.TypeDir)); err != nil {
+	h := c.header(j, name+"/", &st, tar.TypeDir)
+	c.xattrs(j, h, fdXattrs(fd), show)
+	if err := c.w.header(h); err != nil {
 		return err
 	}
 	ents, err := f.ReadDir(-1)
@@ -549,12 +551,15 @@ func (c *creation) leaf(j job, dfd int, base, show, name string, st *unix.Stat_t
 		}
 		h := c.header(j, name, st, tar.TypeSymlink)
 		h.Linkname = string(buf[:n])
+		c.xattrs(j, h, nameXattrs(dfd, base), show)
 		return c.w.header(h)
 	case syscall.S_IFIFO:
 		if j.kind != computerFiles {
 			return nil
 		}
-		return c.w.header(c.header(j, name, st, tar.TypeFifo))
+		h := c.header(j, name, st, tar.TypeFifo)
+		c.xattrs(j, h, nameXattrs(dfd, base), show)
+		return c.w.header(h)
 	case syscall.S_IFREG:
 		if links != nil && j.kind != denFiles && st.Nlink > 1 {
 			key := [2]uint64{st.Dev, st.Ino}
@@ -592,5 +597,41 @@ func (c *creation) regular(j job, dfd int, base, show, name string, st *unix.Sta
 	}
 	h := c.header(j, name, &now, tar.TypeReg)
 	h.Size = now.Size
+	c.xattrs(j, h, fdXattrs(fd), show)
 	return c.w.content(h, f)
+}
+
+// xattrs records an entry's extended attributes (those carried) in its
+// header: a file capability only on a computer's files, as the
+// computer sees it.
+func (c *creation) xattrs(j job, h *tar.Header, x xattrSource, show string) {
+	names, values, err := x.read()
+	if err != nil {
+		c.warn("%s: %v; copied without its extended attributes", show, err)
+		return
+	}
+	size := 0
+	for i, name := range names {
+		v := values[i]
+		if name == capabilityXattr {
+			if j.kind != computerFiles {
+				continue // den's files are never privileged
+			}
+			in, ok := capInside(v, j.ids)
+			if !ok {
+				c.warn("%s: its file capability holds for no root of its computer; left out", show)
+				continue
+			}
+			v = in
+		}
+		if strings.Contains(name, "=") || size+len(name)+len(v) > maxXattrs {
+			c.warn("%s: extended attribute %s does not fit in the archive; left out", show, name)
+			continue
+		}
+		size += len(name) + len(v)
+		if h.PAXRecords == nil {
+			h.PAXRecords = map[string]string{}
+		}
+		h.PAXRecords[xattrRecord+name] = v
+	}
 }

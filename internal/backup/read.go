@@ -108,6 +108,9 @@ func (rd *reader) entry(h *tar.Header, put func(*entry) error) error {
 	} else if err := rd.checkData(e); err != nil {
 		return err
 	}
+	if err := checkXattrs(h.PAXRecords); err != nil {
+		return err
+	}
 	if h.Typeflag != tar.TypeReg {
 		return put(e)
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/privfile"
 	"den.dev/den/internal/sandbox"
@@ -32,6 +34,9 @@ type RestoreOptions struct {
 	// Total is the archive's size when known, for Progress.
 	Total    int64
 	Progress func(Progress)
+	// Warn, when set, is told what could not be restored as it was, as
+	// it happens.
+	Warn func(string)
 }
 
 // RestoreSummary is what Restore did.
@@ -45,7 +50,10 @@ type RestoreSummary struct {
 	// PushForgotten is how many browsers' push subscriptions were
 	// dropped: they belonged to a VAPID key the archive did not hold.
 	PushForgotten int
-	Took          time.Duration
+	// Warnings say what could not be restored as it was: extended
+	// attributes this machine or den's privileges refused, one each.
+	Warnings []string
+	Took     time.Duration
 }
 
 // ignorable are the data dir's entries that do not count as data:
@@ -97,7 +105,7 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	}
 	defer removeAll(stage)
 
-	rs, err := newRestorer(stage, data, m)
+	rs, err := newRestorer(stage, data, m, o.Warn)
 	if err != nil {
 		return RestoreSummary{}, err
 	}
@@ -105,7 +113,7 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	if err := rs.readAll(ctx, a, o); err != nil {
 		return RestoreSummary{}, err
 	}
-	s := RestoreSummary{Manifest: m, Files: rs.files, Bytes: rs.bytes}
+	s := RestoreSummary{Manifest: m, Files: rs.files, Bytes: rs.bytes, Warnings: rs.warnings}
 	if s.PushForgotten, err = rs.database(ctx); err != nil {
 		return RestoreSummary{}, fmt.Errorf("restore: %w", err)
 	}
@@ -240,12 +248,16 @@ type restorer struct {
 	curRoot string       // its folder, relative to the staging folder
 	configs map[string][]byte
 
+	warn     func(string)
+	warnings []string
+	refused  map[string]bool // extended attributes refused, warned of once
+
 	files int
 	bytes int64
 	last  time.Time
 }
 
-func newRestorer(stage, data string, m Manifest) (*restorer, error) {
+func newRestorer(stage, data string, m Manifest, warn func(string)) (*restorer, error) {
 	// The computers' files go to the range this data dir already
 	// records, if any; else to the one this machine gives.
 	if b, err := os.ReadFile(filepath.Join(data, idmap.RecordFile)); err == nil {
@@ -261,8 +273,29 @@ func newRestorer(stage, data string, m Manifest) (*restorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	return &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
-		den: den, configs: map[string][]byte{}}, nil
+	rs := &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
+		den: den, configs: map[string][]byte{}, warn: warn, refused: map[string]bool{}}
+	den.KeepXattrs(rs.xattrRefused)
+	return rs, nil
+}
+
+// xattrRefused warns, once for each name, of an extended attribute
+// this machine or den's privileges refuse: the file is restored
+// without it.
+func (rs *restorer) xattrRefused(name string, err error) {
+	if rs.refused[name] {
+		return
+	}
+	rs.refused[name] = true
+	why := err.Error()
+	if errors.Is(err, unix.EPERM) && !rs.root {
+		why += ", den is not root"
+	}
+	msg := fmt.Sprintf("extended attribute %s could not be set (%s): files that had it are restored without it", name, why)
+	rs.warnings = append(rs.warnings, msg)
+	if rs.warn != nil {
+		rs.warn(msg)
+	}
 }
 
 // add writes one entry.
@@ -280,6 +313,16 @@ func (rs *restorer) add(e *entry) error {
 	}
 	if h.Typeflag == tar.TypeLink {
 		h.Linkname = e.link
+	}
+	if v, ok := h.PAXRecords[xattrRecord+capabilityXattr]; ok {
+		// For the root of the computer on this machine; den's own files
+		// are never privileged.
+		delete(h.PAXRecords, xattrRecord+capabilityXattr)
+		if p.kind == computerFiles {
+			in, _ := capRoot(v)
+			host, _ := rs.hostIDs(int(in), int(in))
+			h.PAXRecords[xattrRecord+capabilityXattr] = capFor(v, uint32(host))
+		}
 	}
 	tree := rs.den
 	if p.tree != "" {
@@ -338,6 +381,7 @@ func (rs *restorer) open(dir string) (*rootfs.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.KeepXattrs(rs.xattrRefused)
 	rs.cur, rs.curRoot = t, dir
 	return t, nil
 }

@@ -231,6 +231,7 @@ user ids.`,
 			var in io.Reader = g.stdin
 			o := backup.RestoreOptions{DataDir: data, ConfigPath: g.configFile(), Force: force}
 			prog := newProgress(g.stderr, "restore")
+			o.Warn = func(msg string) { prog.say("den: restore: " + msg) }
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {

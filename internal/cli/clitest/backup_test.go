@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
 // backupKey is a provider's key in the config: it must never be in a
@@ -48,6 +49,14 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 	defer stop()
 	p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "set up my computer"}, http.StatusAccepted)
 	until(t, evs, "status", "idle")
+	// A user's extended attributes on a computer's file and a session's
+	// (set from the host: busybox has no setfattr).
+	sandboxtest.NeedUserXattrs(t, d.Home)
+	for _, rel := range []string{"rootfs/root/kept.txt", "sessions/" + id + "/workspace/report.md"} {
+		if err := unix.Setxattr(filepath.Join(d.AgentDir("default"), rel), "user.den_test", []byte("xyz"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	skill := filepath.Join(t.TempDir(), "tidy")
 	os.MkdirAll(skill, 0o755)
@@ -100,6 +109,12 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 	// A fresh data dir and config dir.
 	n := New(t, denBin)
 	r = n.MustRun("restore", full)
+	buf := make([]byte, 64)
+	for _, rel := range []string{"rootfs/root/kept.txt", "sessions/" + id + "/workspace/report.md"} {
+		if k, err := unix.Getxattr(filepath.Join(n.AgentDir("default"), rel), "user.den_test", buf); err != nil || string(buf[:k]) != "xyz" {
+			t.Errorf("the restored %s's user.den_test: %q, %v; want xyz", rel, buf[:max(k, 0)], err)
+		}
+	}
 	if !strings.Contains(r.Stdout, "restored") || !strings.Contains(r.Stdout, "providers.work.api_key") {
 		t.Errorf("den restore: %s", r)
 	}
@@ -313,6 +328,19 @@ func TestBackupUnprivileged(t *testing.T) {
 	d := newDen(t)
 	serveConfig(t, d, "")
 	d.MustRun("exec", "--", "sh", "-c", "echo from-root > /root/theirs.txt")
+	// Extended attributes: the user's go along; root's (trusted.*) an
+	// ordinary user cannot set, and restore says so once.
+	theirs := filepath.Join(d.AgentDir("default"), "rootfs", "root", "theirs.txt")
+	sandboxtest.NeedUserXattrs(t, filepath.Dir(theirs))
+	sandboxtest.NeedUserXattrs(t, u.Home)
+	for name, v := range map[string]string{"user.den_test": "xyz", "trusted.den_test": "root's"} {
+		if err := unix.Setxattr(theirs, name, []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Setxattr(filepath.Dir(theirs), "trusted.den_test", []byte("root's"), 0); err != nil {
+		t.Fatal(err)
+	}
 	rootArchive := filepath.Join(u.Home, "root.tar.gz")
 	d.MustRun("backup", rootArchive)
 	if err := os.Chown(rootArchive, u.UID, u.GID); err != nil {
@@ -320,8 +348,17 @@ func TestBackupUnprivileged(t *testing.T) {
 	}
 	third := filepath.Join(u.Home, "third")
 	thirdCfg := filepath.Join(u.Home, "third-config", "config.toml")
-	if r := u.den(t, "--data-dir", third, "--config", thirdCfg, "restore", rootArchive); r.Code != 0 {
+	r := u.den(t, "--data-dir", third, "--config", thirdCfg, "restore", rootArchive)
+	if r.Code != 0 {
 		t.Fatalf("den restore of root's backup as %s: %v", u.Name, r)
+	}
+	if strings.Count(r.Stderr, "trusted.den_test") != 1 || !strings.Contains(r.Stderr, "den is not root") {
+		t.Errorf("den restore as %s: want one warning about trusted.den_test, got %s", u.Name, r)
+	}
+	restored := filepath.Join(third, "agents", "default", "rootfs", "root", "theirs.txt")
+	buf := make([]byte, 64)
+	if n, err := unix.Getxattr(restored, "user.den_test", buf); err != nil || string(buf[:n]) != "xyz" {
+		t.Errorf("the restored file's user.den_test: %q, %v; want xyz", buf[:max(n, 0)], err)
 	}
 	if err := unix.Lstat(filepath.Join(third, "agents", "default", "rootfs", "root", "theirs.txt"), &st); err != nil || int(st.Uid) != u.UID {
 		t.Errorf("a restored file's owner: %v, %d; want %d", err, st.Uid, u.UID)
