@@ -88,6 +88,12 @@ type job struct {
 // It may run while den serve and other dens use the data dir (see the
 // package doc for what that means for each file).
 func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
+	return createArchive(ctx, w, o, nil)
+}
+
+// createArchive is Create; ready, when set, is told how large the archive can
+// be before its first byte is written, and may refuse.
+func createArchive(ctx context.Context, w io.Writer, o Options, ready func(upper int64) error) (Summary, error) {
 	start := time.Now()
 	data, err := filepath.Abs(o.DataDir)
 	if err != nil {
@@ -125,7 +131,13 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	m.LeftOut = c.leftOut
-	c.total = c.size(db, configs)
+	total, entries := c.size(db, configs)
+	c.total = total
+	if ready != nil {
+		if err := ready(upperBound(total, entries)); err != nil {
+			return Summary{}, err
+		}
+	}
 
 	c.w = newWriter(w, c.tick)
 	mb := m.marshal()
@@ -382,30 +394,44 @@ func (c *creation) sessions(agent string, owners sandbox.IDMap) {
 	}
 }
 
-// size is how many bytes of files the backup will read, as far as a
-// look now tells.
-func (c *creation) size(db string, configs []configEntry) int64 {
-	var n int64
+// size is how many bytes of files the backup will read, and how many
+// entries it will write, as far as a look now tells.
+func (c *creation) size(db string, configs []configEntry) (bytes int64, entries int) {
 	for _, f := range configs {
-		n += int64(len(f.data))
+		bytes += int64(len(f.data))
 	}
+	entries = len(configs) + 1
 	if fi, err := os.Stat(db); db != "" && err == nil {
-		n += fi.Size()
+		bytes += fi.Size()
+		entries++
 	}
 	for _, j := range c.jobs {
 		if j.dir {
+			entries++
 			continue
 		}
 		filepath.WalkDir(j.path, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
+			if err != nil {
+				return nil
+			}
+			entries++
+			if d.Type().IsRegular() {
 				if fi, err := d.Info(); err == nil {
-					n += fi.Size()
+					bytes += fi.Size()
 				}
 			}
 			return nil
 		})
 	}
-	return n
+	return bytes, entries
+}
+
+// upperBound is how large an archive of files of these bytes in these
+// entries can be: what gzip cannot compress it stores with a few bytes
+// per block, and each entry takes at most a header, a PAX header of
+// extended attributes, padding and its line in SHA256SUMS.
+func upperBound(bytes int64, entries int) int64 {
+	return bytes + bytes/1000 + int64(entries)*(2<<10) + 64<<10
 }
 
 // run copies one job.

@@ -63,6 +63,12 @@
 // sets them on each entry without following a link, and warns once
 // for each name it cannot set.
 //
+// WriteFile keeps its disk's free space: it refuses a backup whose
+// files (before compression, an upper bound) could leave less than 5%
+// of the disk, at least 1 GiB, and stops one during which the free
+// space falls under that, looking every 64 MiB written. A backup
+// stopped, or failed otherwise, leaves no file.
+//
 // Verify reads an archive whole through the same reader and checks,
 // and writes nothing: an archive it accepts is one Restore accepts,
 // but for the data dir it would write into and the database opening.

@@ -561,3 +561,34 @@ func regzip(t *testing.T, raw []byte) []byte {
 	}
 	return out.Bytes()
 }
+
+// TestScheduledBackupOnAFullDisk: a scheduled backup into a folder on
+// a disk without the room den keeps free fails the way a scheduled
+// backup fails (logged, tried again), saying what it needs and what is
+// free, and leaves no file there; den serve goes on.
+func TestScheduledBackupOnAFullDisk(t *testing.T) {
+	sandboxtest.NeedRoot(t, "mounting a small tmpfs")
+	d := newDen(t)
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) }) // after den serve stops
+	serveConfig(t, d, "[backup]\nevery = \"1s\"\ndir = \""+dir+"\"\n")
+	provision(t, d, "default")
+	p := startServe(t, d, llmtest.NewAnthropic(t))
+	for i := 0; strings.Count(p.stderr.String(), "scheduled backup failed") < 2; i++ {
+		if i == MaxPolls {
+			t.Fatalf("no two failed scheduled backups in den serve's log:\n%s", p.stderr)
+		}
+		time.Sleep(PollInterval)
+	}
+	log := p.stderr.String()
+	if !strings.Contains(log, "not enough free disk space") || !strings.Contains(log, "16.0 MiB is free") || strings.Contains(log, "backup written") {
+		t.Errorf("den serve's log:\n%s", log)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the backups' folder: %v", ents)
+	}
+	p.api(t, "GET", "/api/v1/sessions", nil, http.StatusOK)
+}
