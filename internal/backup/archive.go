@@ -191,7 +191,7 @@ func (a *archive) next() (*tar.Header, error) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, readErr(err)
 	}
 	return h, nil
 }
@@ -210,7 +210,7 @@ func (a *archive) manifest() (Manifest, error) {
 	}
 	b, err := io.ReadAll(io.LimitReader(a.tr, h.Size))
 	if err != nil {
-		return Manifest{}, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return Manifest{}, readErr(err)
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -225,13 +225,14 @@ func (a *archive) manifest() (Manifest, error) {
 // stream, so that its checksum is checked and nothing hides after it.
 func (a *archive) end() error {
 	if _, err := io.Copy(io.Discard, a.tr); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return readErr(err)
 	}
-	if n, err := io.Copy(io.Discard, a.gz); err != nil || n > 1<<20 {
-		if err == nil {
-			err = fmt.Errorf("%d bytes after the archive's end", n)
-		}
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	n, err := io.Copy(io.Discard, a.gz)
+	if err != nil {
+		return readErr(err)
+	}
+	if n > 1<<20 {
+		return fmt.Errorf("%w: %d bytes after the archive's end", ErrCorrupt, n)
 	}
 	return nil
 }

@@ -88,6 +88,12 @@ type job struct {
 // It may run while den serve and other dens use the data dir (see the
 // package doc for what that means for each file).
 func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
+	return createArchive(ctx, w, o, nil)
+}
+
+// createArchive is Create; ready, when set, is told how large the archive can
+// be before its first byte is written, and may refuse.
+func createArchive(ctx context.Context, w io.Writer, o Options, ready func(upper int64) error) (Summary, error) {
 	start := time.Now()
 	data, err := filepath.Abs(o.DataDir)
 	if err != nil {
@@ -113,6 +119,9 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 			return Summary{}, fmt.Errorf("backup: %w", err)
 		}
 		defer os.Remove(db)
+		if n, err := store.CountSessions(ctx, db); err == nil {
+			m.Sessions = &n
+		}
 	}
 	configs, err := c.configs(&m)
 	if err != nil {
@@ -122,7 +131,13 @@ func Create(ctx context.Context, w io.Writer, o Options) (Summary, error) {
 		return Summary{}, err
 	}
 	m.LeftOut = c.leftOut
-	c.total = c.size(db, configs)
+	total, entries := c.size(db, configs)
+	c.total = total
+	if ready != nil {
+		if err := ready(upperBound(total, entries)); err != nil {
+			return Summary{}, err
+		}
+	}
 
 	c.w = newWriter(w, c.tick)
 	mb := m.marshal()
@@ -379,30 +394,44 @@ func (c *creation) sessions(agent string, owners sandbox.IDMap) {
 	}
 }
 
-// size is how many bytes of files the backup will read, as far as a
-// look now tells.
-func (c *creation) size(db string, configs []configEntry) int64 {
-	var n int64
+// size is how many bytes of files the backup will read, and how many
+// entries it will write, as far as a look now tells.
+func (c *creation) size(db string, configs []configEntry) (bytes int64, entries int) {
 	for _, f := range configs {
-		n += int64(len(f.data))
+		bytes += int64(len(f.data))
 	}
+	entries = len(configs) + 1
 	if fi, err := os.Stat(db); db != "" && err == nil {
-		n += fi.Size()
+		bytes += fi.Size()
+		entries++
 	}
 	for _, j := range c.jobs {
 		if j.dir {
+			entries++
 			continue
 		}
 		filepath.WalkDir(j.path, func(_ string, d fs.DirEntry, err error) error {
-			if err == nil && d.Type().IsRegular() {
+			if err != nil {
+				return nil
+			}
+			entries++
+			if d.Type().IsRegular() {
 				if fi, err := d.Info(); err == nil {
-					n += fi.Size()
+					bytes += fi.Size()
 				}
 			}
 			return nil
 		})
 	}
-	return n
+	return bytes, entries
+}
+
+// upperBound is how large an archive of files of these bytes in these
+// entries can be: what gzip cannot compress it stores with a few bytes
+// per block, and each entry takes at most a header, a PAX header of
+// extended attributes, padding and its line in SHA256SUMS.
+func upperBound(bytes int64, entries int) int64 {
+	return bytes + bytes/1000 + int64(entries)*(2<<10) + 64<<10
 }
 
 // run copies one job.
@@ -459,7 +488,9 @@ func (c *creation) folder(ctx context.Context, j job, fd int, show, name string,
 	if err := unix.Fstat(fd, &st); err != nil {
 		return err
 	}
-	if err := c.w.header(c.header(j, name+"/", &st, tar.TypeDir)); err != nil {
+	h := c.header(j, name+"/", &st, tar.TypeDir)
+	c.xattrs(j, h, fdXattrs(fd), show)
+	if err := c.w.header(h); err != nil {
 		return err
 	}
 	ents, err := f.ReadDir(-1)
@@ -546,12 +577,15 @@ func (c *creation) leaf(j job, dfd int, base, show, name string, st *unix.Stat_t
 		}
 		h := c.header(j, name, st, tar.TypeSymlink)
 		h.Linkname = string(buf[:n])
+		c.xattrs(j, h, nameXattrs(dfd, base), show)
 		return c.w.header(h)
 	case syscall.S_IFIFO:
 		if j.kind != computerFiles {
 			return nil
 		}
-		return c.w.header(c.header(j, name, st, tar.TypeFifo))
+		h := c.header(j, name, st, tar.TypeFifo)
+		c.xattrs(j, h, nameXattrs(dfd, base), show)
+		return c.w.header(h)
 	case syscall.S_IFREG:
 		if links != nil && j.kind != denFiles && st.Nlink > 1 {
 			key := [2]uint64{st.Dev, st.Ino}
@@ -589,5 +623,41 @@ func (c *creation) regular(j job, dfd int, base, show, name string, st *unix.Sta
 	}
 	h := c.header(j, name, &now, tar.TypeReg)
 	h.Size = now.Size
+	c.xattrs(j, h, fdXattrs(fd), show)
 	return c.w.content(h, f)
+}
+
+// xattrs records an entry's extended attributes (those carried) in its
+// header: a file capability only on a computer's files, as the
+// computer sees it.
+func (c *creation) xattrs(j job, h *tar.Header, x xattrSource, show string) {
+	names, values, err := x.read()
+	if err != nil {
+		c.warn("%s: %v; copied without its extended attributes", show, err)
+		return
+	}
+	size := 0
+	for i, name := range names {
+		v := values[i]
+		if name == capabilityXattr {
+			if j.kind != computerFiles {
+				continue // den's files are never privileged
+			}
+			in, ok := capInside(v, j.ids)
+			if !ok {
+				c.warn("%s: its file capability holds for no root of its computer; left out", show)
+				continue
+			}
+			v = in
+		}
+		if strings.Contains(name, "=") || size+len(name)+len(v) > maxXattrs {
+			c.warn("%s: extended attribute %s does not fit in the archive; left out", show, name)
+			continue
+		}
+		size += len(name) + len(v)
+		if h.PAXRecords == nil {
+			h.PAXRecords = map[string]string{}
+		}
+		h.PAXRecords[xattrRecord+name] = v
+	}
 }

@@ -54,6 +54,25 @@
 // confined by an os.Root). Setuid and setgid bits are kept only on the
 // computer's files.
 //
+// Extended attributes travel in PAX records (SCHILY.xattr.NAME): user.*
+// ones, and trusted.* and security.* ones where den can read them (as
+// root); system.* (access control lists, which name host ids) do not.
+// A file capability (security.capability) names the root it holds
+// for: it is recorded as the computer sees it and given to the
+// restored computer's root, and dropped on den's own files. Restore
+// sets them on each entry without following a link, and warns once
+// for each name it cannot set.
+//
+// WriteFile keeps its disk's free space: it refuses a backup whose
+// files (before compression, an upper bound) could leave less than 5%
+// of the disk, at least 1 GiB, and stops one during which the free
+// space falls under that, looking every 64 MiB written. A backup
+// stopped, or failed otherwise, leaves no file.
+//
+// Verify reads an archive whole through the same reader and checks,
+// and writes nothing: an archive it accepts is one Restore accepts,
+// but for the data dir it would write into and the database opening.
+//
 // Owners: as root, the computer's files go to the ids the new machine
 // gives its computers (see package idmap), and den's own files to den;
 // as an ordinary user every file belongs to that user, which is root

@@ -19,4 +19,7 @@ var (
 	// ErrNotEmpty is a data dir that holds data, or a config file that
 	// exists, where restore would write without Force.
 	ErrNotEmpty = errors.New("already holds den's data")
+	// ErrNoSpace is a backup file that would leave, or left, its disk
+	// less free space than den keeps free (WriteFile).
+	ErrNoSpace = errors.New("not enough free disk space")
 )

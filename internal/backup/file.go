@@ -20,7 +20,16 @@ var ErrExists = errors.New("file exists")
 // temporary file beside it, linked to the name once complete, so that
 // a failed or interrupted backup leaves nothing under the name. A file
 // at path is ErrExists, also one that appears while the backup runs.
+//
+// It does not fill the disk: it refuses (ErrNoSpace) a backup that
+// could leave less free than 5% of the disk, at least 1 GiB, reckoned
+// from the files' sizes before the first byte; and it stops, leaving
+// nothing, when the free space falls under that while it writes.
 func WriteFile(ctx context.Context, path string, o Options) (Summary, error) {
+	return writeFile(ctx, path, o, diskRoom())
+}
+
+func writeFile(ctx context.Context, path string, o Options, r room) (Summary, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return Summary{}, fmt.Errorf("backup: %s: %w", path, ErrExists)
 	}
@@ -30,14 +39,15 @@ func WriteFile(ctx context.Context, path string, o Options) (Summary, error) {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	s, err := Create(ctx, f, o)
+	g := &guard{room: r, dir: filepath.Dir(tmp), w: f}
+	s, err := createArchive(ctx, g, o, g.ready)
 	if err == nil {
 		if err = f.Sync(); err != nil {
-			err = fmt.Errorf("backup: %w", err)
+			err = fmt.Errorf("backup: %w", g.full(err))
 		}
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("backup: %w", cerr)
+		err = fmt.Errorf("backup: %w", g.full(cerr))
 	}
 	if err != nil {
 		return Summary{}, err

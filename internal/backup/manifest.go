@@ -38,6 +38,9 @@ type Manifest struct {
 	Owners string `json:"owners"`
 	// Agents are the agents whose folders the archive holds.
 	Agents []string `json:"agents"`
+	// Sessions is how many sessions the database holds; nil in an
+	// archive without a database, or from a den that did not count them.
+	Sessions *int `json:"sessions,omitempty"`
 	// Config lists the config files it holds (config.toml, mcp.json,
 	// env).
 	Config []string `json:"config,omitempty"`
@@ -70,6 +73,11 @@ func (m Manifest) check(schema int) error {
 		return fmt.Errorf("%w: its database has schema %d, this den knows up to %d (written by den %s): upgrade den", ErrTooNew, m.Schema, schema, m.Den)
 	case m.Owners != "inside":
 		return fmt.Errorf("%w: owners recorded as %q", ErrNotBackup, m.Owners)
+	}
+	for _, name := range m.Config {
+		if name != configFile && name != mcpFile && name != envFile {
+			return fmt.Errorf("%w: config file %q", ErrUnsafe, name)
+		}
 	}
 	return nil
 }

@@ -2,10 +2,7 @@ package backup
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/mcpclient"
 	"den.dev/den/internal/privfile"
@@ -35,6 +34,9 @@ type RestoreOptions struct {
 	// Total is the archive's size when known, for Progress.
 	Total    int64
 	Progress func(Progress)
+	// Warn, when set, is told what could not be restored as it was, as
+	// it happens.
+	Warn func(string)
 }
 
 // RestoreSummary is what Restore did.
@@ -48,7 +50,10 @@ type RestoreSummary struct {
 	// PushForgotten is how many browsers' push subscriptions were
 	// dropped: they belonged to a VAPID key the archive did not hold.
 	PushForgotten int
-	Took          time.Duration
+	// Warnings say what could not be restored as it was: extended
+	// attributes this machine or den's privileges refused, one each.
+	Warnings []string
+	Took     time.Duration
 }
 
 // ignorable are the data dir's entries that do not count as data:
@@ -100,16 +105,15 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	}
 	defer removeAll(stage)
 
-	rs, err := newRestorer(stage, data, m)
+	rs, err := newRestorer(stage, data, m, o.Warn)
 	if err != nil {
 		return RestoreSummary{}, err
 	}
-	rs.sums[ManifestName] = a.manifestSum
 	defer rs.closeTrees()
 	if err := rs.readAll(ctx, a, o); err != nil {
 		return RestoreSummary{}, err
 	}
-	s := RestoreSummary{Manifest: m, Files: rs.files, Bytes: rs.bytes}
+	s := RestoreSummary{Manifest: m, Files: rs.files, Bytes: rs.bytes, Warnings: rs.warnings}
 	if s.PushForgotten, err = rs.database(ctx); err != nil {
 		return RestoreSummary{}, fmt.Errorf("restore: %w", err)
 	}
@@ -129,41 +133,20 @@ func Restore(ctx context.Context, r io.Reader, o RestoreOptions) (RestoreSummary
 	return s, nil
 }
 
-// readAll writes every entry up to SHA256SUMS, checks them against
-// it, and checks that the archive ends there.
+// readAll writes every entry the shared reader checked, up to
+// SHA256SUMS, and finishes the trees once the archive is checked whole.
 func (rs *restorer) readAll(ctx context.Context, a *archive, o RestoreOptions) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		h, err := a.next()
-		if errors.Is(err, io.EOF) {
-			return fmt.Errorf("restore: %w: it ends without %s (truncated?)", ErrNotBackup, SumsName)
-		}
-		if err != nil {
-			return fmt.Errorf("restore: %w", err)
-		}
-		if h.Name == SumsName {
-			if err := rs.verify(h, a.tr); err != nil {
-				return fmt.Errorf("restore: %w", err)
-			}
-			break
-		}
-		name := h.Name
-		if err := rs.add(h, a.tr); err != nil {
-			return fmt.Errorf("restore: %s: %w", name, err)
-		}
+	rd := newReader(a, rs.m)
+	tick := func() {
 		if o.Progress != nil && time.Since(rs.last) >= 100*time.Millisecond {
 			rs.last = time.Now()
-			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rs.files})
+			o.Progress(Progress{Done: a.in.n, Total: o.Total, Files: rd.files})
 		}
 	}
-	if _, err := a.next(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("restore: %w: entries after %s", ErrUnsafe, SumsName)
-	}
-	if err := a.end(); err != nil {
+	if err := rd.each(ctx, rs.add, tick); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	rs.files, rs.bytes = rd.files, rd.bytes
 	if err := rs.finish(); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -260,19 +243,21 @@ type restorer struct {
 	uid   int
 	gid   int
 
-	den     *rootfs.Tree    // den's files, in the staging folder
-	cur     *rootfs.Tree    // the computer's or host tree being written
-	curRoot string          // its folder, relative to the staging folder
-	done    map[string]bool // trees written and closed
-	sums    map[string]string
+	den     *rootfs.Tree // den's files, in the staging folder
+	cur     *rootfs.Tree // the computer's or host tree being written
+	curRoot string       // its folder, relative to the staging folder
 	configs map[string][]byte
+
+	warn     func(string)
+	warnings []string
+	refused  map[string]bool // extended attributes refused, warned of once
 
 	files int
 	bytes int64
 	last  time.Time
 }
 
-func newRestorer(stage, data string, m Manifest) (*restorer, error) {
+func newRestorer(stage, data string, m Manifest, warn func(string)) (*restorer, error) {
 	// The computers' files go to the range this data dir already
 	// records, if any; else to the one this machine gives.
 	if b, err := os.ReadFile(filepath.Join(data, idmap.RecordFile)); err == nil {
@@ -288,31 +273,38 @@ func newRestorer(stage, data string, m Manifest) (*restorer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	return &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
-		den: den, done: map[string]bool{}, sums: map[string]string{}, configs: map[string][]byte{}}, nil
+	rs := &restorer{stage: stage, m: m, ids: ids, root: os.Geteuid() == 0, uid: os.Getuid(), gid: os.Getgid(),
+		den: den, configs: map[string][]byte{}, warn: warn, refused: map[string]bool{}}
+	den.KeepXattrs(rs.xattrRefused)
+	return rs, nil
+}
+
+// xattrRefused warns, once for each name, of an extended attribute
+// this machine or den's privileges refuse: the file is restored
+// without it.
+func (rs *restorer) xattrRefused(name string, err error) {
+	if rs.refused[name] {
+		return
+	}
+	rs.refused[name] = true
+	why := err.Error()
+	if errors.Is(err, unix.EPERM) && !rs.root {
+		why += ", den is not root"
+	}
+	msg := fmt.Sprintf("extended attribute %s could not be set (%s): files that had it are restored without it", name, why)
+	rs.warnings = append(rs.warnings, msg)
+	if rs.warn != nil {
+		rs.warn(msg)
+	}
 }
 
 // add writes one entry.
-func (rs *restorer) add(h *tar.Header, r io.Reader) error {
-	if h.Typeflag == tar.TypeRegA {
-		h.Typeflag = tar.TypeReg
+func (rs *restorer) add(e *entry) error {
+	h := e.h
+	if e.config != "" {
+		return rs.config(e.config, h, e.body)
 	}
-	if name, ok := strings.CutPrefix(h.Name, configDir); ok {
-		return rs.config(name, h, r)
-	}
-	p, err := classify(h.Name)
-	if err != nil {
-		return err
-	}
-	if !allowed(p.kind, h.Typeflag) || (p.only != 0 && h.Typeflag != p.only) {
-		return fmt.Errorf("%w: %s is not something den restores there", ErrUnsafe, typeName(h.Typeflag))
-	}
-	if h.Typeflag == tar.TypeReg {
-		if _, dup := rs.sums[h.Name]; dup {
-			return fmt.Errorf("%w: the archive holds it twice", ErrUnsafe)
-		}
-	}
-	h.Mode &= 0o7777
+	p := e.at
 	if p.kind == computerFiles {
 		h.Uid, h.Gid = rs.hostIDs(h.Uid, h.Gid)
 	} else {
@@ -320,32 +312,27 @@ func (rs *restorer) add(h *tar.Header, r io.Reader) error {
 		h.Mode &^= 0o6000 // den's files are never setuid or setgid
 	}
 	if h.Typeflag == tar.TypeLink {
-		t, err := classify(h.Linkname)
-		if err != nil || t.tree != p.tree || p.tree == "" {
-			return fmt.Errorf("%w: a hard link to %q, outside its tree", ErrUnsafe, h.Linkname)
+		h.Linkname = e.link
+	}
+	if v, ok := h.PAXRecords[xattrRecord+capabilityXattr]; ok {
+		// For the root of the computer on this machine; den's own files
+		// are never privileged.
+		delete(h.PAXRecords, xattrRecord+capabilityXattr)
+		if p.kind == computerFiles {
+			in, _ := capRoot(v)
+			host, _ := rs.hostIDs(int(in), int(in))
+			h.PAXRecords[xattrRecord+capabilityXattr] = capFor(v, uint32(host))
 		}
-		h.Linkname = t.rel
 	}
 	tree := rs.den
 	if p.tree != "" {
+		var err error
 		if tree, err = rs.open(p.tree); err != nil {
 			return err
 		}
 	}
-	name := h.Name
 	h.Name = p.rel
-	if h.Typeflag != tar.TypeReg {
-		return tree.Add(h, nil)
-	}
-	sum := sha256.New()
-	n := &countingReader{r: io.TeeReader(r, sum)}
-	if err := tree.Add(h, n); err != nil {
-		return err
-	}
-	rs.sums[name] = hex.EncodeToString(sum.Sum(nil))
-	rs.files++
-	rs.bytes += n.n
-	return nil
+	return tree.Add(h, e.body)
 }
 
 // hostIDs maps a computer's inside ids to this machine's host ids.
@@ -369,16 +356,14 @@ func (rs *restorer) hostIDs(uid, gid int) (int, int) {
 }
 
 // open returns the tree at dir, closing the one before: a tree's
-// entries come together, so a tree met again is refused.
+// entries come together (the reader checks it), so a tree closed is
+// done.
 func (rs *restorer) open(dir string) (*rootfs.Tree, error) {
 	if dir == rs.curRoot {
 		return rs.cur, nil
 	}
 	if err := rs.closeCur(); err != nil {
 		return nil, err
-	}
-	if rs.done[dir] {
-		return nil, fmt.Errorf("%w: the entries of %s are not together", ErrUnsafe, dir)
 	}
 	// The folder and its parents (den's folders, whose own entries give
 	// them their modes) are made through an os.Root on the staging
@@ -396,6 +381,7 @@ func (rs *restorer) open(dir string) (*rootfs.Tree, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.KeepXattrs(rs.xattrRefused)
 	rs.cur, rs.curRoot = t, dir
 	return t, nil
 }
@@ -406,7 +392,6 @@ func (rs *restorer) closeCur() error {
 	}
 	err := rs.cur.Finish()
 	rs.cur.Close()
-	rs.done[rs.curRoot] = true
 	rs.cur, rs.curRoot = nil, ""
 	return err
 }
@@ -424,56 +409,11 @@ func (rs *restorer) closeTrees() {
 
 // config keeps a config file for the end.
 func (rs *restorer) config(name string, h *tar.Header, r io.Reader) error {
-	listed := false
-	for _, c := range rs.m.Config {
-		listed = listed || c == name
-	}
-	if !listed || h.Typeflag != tar.TypeReg || h.Size > 16<<20 {
-		return fmt.Errorf("%w: not a config file the manifest names", ErrUnsafe)
-	}
-	if _, dup := rs.configs[name]; dup {
-		return fmt.Errorf("%w: the archive holds it twice", ErrUnsafe)
-	}
 	b, err := io.ReadAll(io.LimitReader(r, h.Size))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return err
 	}
-	sum := sha256.Sum256(b)
-	rs.sums[h.Name] = hex.EncodeToString(sum[:])
 	rs.configs[name] = b
-	rs.files++
-	rs.bytes += int64(len(b))
-	return nil
-}
-
-// verify reads SHA256SUMS and checks every file written against it.
-func (rs *restorer) verify(h *tar.Header, r io.Reader) error {
-	if h.Typeflag != tar.TypeReg {
-		return fmt.Errorf("%w: %s is not a file", ErrNotBackup, SumsName)
-	}
-	seen := 0
-	sc := bufio.NewScanner(io.LimitReader(r, h.Size))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		hexsum, name, err := parseSumLine(sc.Text())
-		if err != nil {
-			return err
-		}
-		got, ok := rs.sums[name]
-		if !ok {
-			return fmt.Errorf("%w: %s lists %q, which the archive does not hold", ErrCorrupt, SumsName, name)
-		}
-		if got != hexsum {
-			return fmt.Errorf("%w: %s does not match its SHA-256", ErrCorrupt, name)
-		}
-		seen++
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrCorrupt, SumsName, err)
-	}
-	if seen != len(rs.sums) {
-		return fmt.Errorf("%w: %d files are not in %s", ErrCorrupt, len(rs.sums)-seen, SumsName)
-	}
 	return nil
 }
 

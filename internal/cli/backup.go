@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -33,7 +34,10 @@ den's token, TLS and VAPID keys, MCP servers' OAuth tokens and the
 agents' browser profiles (their website logins) are left out. With it,
 the archive holds them all and says so: keep it like the keys.
 --exclude-computers leaves out the agents' root filesystems (what they
-installed, /root): a small backup; a restored agent gets a new computer.`,
+installed, /root): a small backup; a restored agent gets a new computer.
+
+den backup verify FILE reads a backup whole and checks it without
+restoring it (to back up into a file named verify, write ./verify).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data := DataDir(g.dataDir)
@@ -78,7 +82,124 @@ installed, /root): a small backup; a restored agent gets a new computer.`,
 	}
 	c.Flags().BoolVar(&o.Secrets, "with-secrets", false, "keep the config's keys, den's token and private keys, OAuth tokens and browser logins")
 	c.Flags().BoolVar(&o.ExcludeComputers, "exclude-computers", false, "leave out the agents' root filesystems (a small backup)")
+	c.AddCommand(backupVerifyCmd(g))
 	return c
+}
+
+// verified is den backup verify --json's output for a backup that is
+// whole; verifyFailed for one that is not.
+type verified struct {
+	OK           bool      `json:"ok"`
+	File         string    `json:"file"`
+	Format       int       `json:"format"`
+	Den          string    `json:"den_version"`
+	Schema       int       `json:"schema_version"`
+	Created      time.Time `json:"created"`
+	Host         string    `json:"host,omitempty"`
+	Agents       []string  `json:"agents,omitempty"`
+	Sessions     *int      `json:"sessions,omitempty"`
+	Files        int       `json:"files"`
+	Bytes        int64     `json:"bytes"`
+	ArchiveBytes int64     `json:"archive_bytes"`
+	Secrets      bool      `json:"secrets"`
+	Computers    bool      `json:"computers"`
+	Live         bool      `json:"live"`
+	Redacted     []string  `json:"redacted,omitempty"`
+	LeftOut      []string  `json:"left_out,omitempty"`
+}
+
+type verifyFailed struct {
+	OK    bool   `json:"ok"`
+	File  string `json:"file"`
+	Error string `json:"error"`
+}
+
+func backupVerifyCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check a backup whole, without restoring it",
+		Long: `Read a backup made by den backup (FILE, or - for standard input) to its
+end and check it as den restore does before it puts anything in place:
+a manifest this den reads, every entry's name and type, every file
+against the archive's SHA-256 list and every file listed there, and
+nothing after it. Nothing is written. It says what the backup holds;
+the first problem found is the error (exit 125).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file := args[0]
+			var in io.Reader = g.stdin
+			var o backup.VerifyOptions
+			prog := newProgress(g.stderr, "verify")
+			if file != "-" {
+				f, err := os.Open(file)
+				if err != nil {
+					return fmt.Errorf("verify: %w", err)
+				}
+				defer f.Close()
+				if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+					o.Total = fi.Size()
+				}
+				in = f
+				o.Progress = prog.show
+			}
+			s, err := backup.Verify(cmd.Context(), in, o)
+			prog.done()
+			if file == "-" {
+				file = "standard input"
+			}
+			if asJSON {
+				var v any = verifyFailed{File: file, Error: fmt.Sprint(err)}
+				if err == nil {
+					m := s.Manifest
+					v = verified{OK: true, File: file, Format: m.Format, Den: m.Den, Schema: m.Schema, Created: m.Created, Host: m.Host,
+						Agents: m.Agents, Sessions: m.Sessions, Files: s.Files, Bytes: s.Bytes, ArchiveBytes: s.Read,
+						Secrets: m.Secrets, Computers: m.Computers, Live: m.Live, Redacted: m.Redacted, LeftOut: m.LeftOut}
+				}
+				enc := json.NewEncoder(g.stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(v)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if !asJSON {
+				printVerified(g.stdout, file, s)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	return c
+}
+
+// printVerified says what a verified backup holds.
+func printVerified(w io.Writer, file string, s backup.VerifySummary) {
+	m := s.Manifest
+	fmt.Fprintf(w, "%s is whole: every file matches its SHA-256\n", file)
+	fmt.Fprintf(w, "made:      %s by den %s on %s (format %d, database schema %d)\n",
+		m.Created.Local().Format("2006-01-02 15:04:05"), m.Den, orDash(m.Host), m.Format, m.Schema)
+	fmt.Fprintf(w, "agents:    %s\n", orDash(strings.Join(m.Agents, ", ")))
+	if m.Sessions != nil {
+		fmt.Fprintf(w, "sessions:  %d\n", *m.Sessions)
+	}
+	fmt.Fprintf(w, "files:     %d, %s (the archive: %s)\n", s.Files, human(s.Bytes), human(s.Read))
+	computers := "yes"
+	if !m.Computers {
+		computers = "no (each agent gets a new one after a restore)"
+	}
+	fmt.Fprintf(w, "computers: %s\n", computers)
+	secrets := "no"
+	switch {
+	case m.Secrets:
+		secrets = "yes: keep it where only you can read it"
+	case len(m.Redacted) > 0:
+		secrets = "no; emptied: " + strings.Join(m.Redacted, ", ")
+	}
+	fmt.Fprintf(w, "secrets:   %s\n", secrets)
+	if m.Live {
+		fmt.Fprintln(w, "made while den served")
+	}
 }
 
 func restoreCmd(g *globals) *cobra.Command {
@@ -110,6 +231,7 @@ user ids.`,
 			var in io.Reader = g.stdin
 			o := backup.RestoreOptions{DataDir: data, ConfigPath: g.configFile(), Force: force}
 			prog := newProgress(g.stderr, "restore")
+			o.Warn = func(msg string) { prog.say("den: restore: " + msg) }
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {

@@ -62,14 +62,37 @@ func Snapshot(ctx context.Context, src, dst string) (schema int, err error) {
 	return checkCopy(ctx, dst)
 }
 
-// checkCopy reads a copy's schema version and checks its structure.
-func checkCopy(ctx context.Context, path string) (int, error) {
+// readOnly opens the database at path for reading only.
+func readOnly(path string) (*sql.DB, error) {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: "mode=ro"}
 	connector, err := sqlite.NewConnector(u.String())
 	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(connector), nil
+}
+
+// CountSessions counts the sessions of the database at path (a
+// snapshot, say), without changing it.
+func CountSessions(ctx context.Context, path string) (int, error) {
+	db, err := readOnly(path)
+	if err != nil {
+		return 0, fmt.Errorf("store: count sessions: %w", err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sessions").Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: count sessions: %w", err)
+	}
+	return n, nil
+}
+
+// checkCopy reads a copy's schema version and checks its structure.
+func checkCopy(ctx context.Context, path string) (int, error) {
+	db, err := readOnly(path)
+	if err != nil {
 		return 0, fmt.Errorf("store: snapshot: %w", err)
 	}
-	db := sql.OpenDB(connector)
 	defer db.Close()
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {

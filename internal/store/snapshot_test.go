@@ -49,6 +49,10 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	if _, err := CheckFile(ctx, dst); err != nil {
 		t.Fatal(err)
 	}
+	n, err := CountSessions(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c, err := Open(dst)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +61,9 @@ func TestSnapshotWhileWriting(t *testing.T) {
 	list, err := c.ListSessions(ctx, "a", 0)
 	if err != nil || len(list) == 0 || list[len(list)-1].ID != first.ID {
 		t.Fatalf("the copy's sessions: %v, %d of them; want the first one and those written before the copy", err, len(list))
+	}
+	if n != len(list) {
+		t.Errorf("CountSessions: %d, the copy lists %d", n, len(list))
 	}
 
 	// The destination must be new.

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
 // backupKey is a provider's key in the config: it must never be in a
@@ -48,6 +49,14 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 	defer stop()
 	p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "set up my computer"}, http.StatusAccepted)
 	until(t, evs, "status", "idle")
+	// A user's extended attributes on a computer's file and a session's
+	// (set from the host: busybox has no setfattr).
+	sandboxtest.NeedUserXattrs(t, d.Home)
+	for _, rel := range []string{"rootfs/root/kept.txt", "sessions/" + id + "/workspace/report.md"} {
+		if err := unix.Setxattr(filepath.Join(d.AgentDir("default"), rel), "user.den_test", []byte("xyz"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	skill := filepath.Join(t.TempDir(), "tidy")
 	os.MkdirAll(skill, 0o755)
@@ -100,6 +109,12 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 	// A fresh data dir and config dir.
 	n := New(t, denBin)
 	r = n.MustRun("restore", full)
+	buf := make([]byte, 64)
+	for _, rel := range []string{"rootfs/root/kept.txt", "sessions/" + id + "/workspace/report.md"} {
+		if k, err := unix.Getxattr(filepath.Join(n.AgentDir("default"), rel), "user.den_test", buf); err != nil || string(buf[:k]) != "xyz" {
+			t.Errorf("the restored %s's user.den_test: %q, %v; want xyz", rel, buf[:max(k, 0)], err)
+		}
+	}
 	if !strings.Contains(r.Stdout, "restored") || !strings.Contains(r.Stdout, "providers.work.api_key") {
 		t.Errorf("den restore: %s", r)
 	}
@@ -313,6 +328,19 @@ func TestBackupUnprivileged(t *testing.T) {
 	d := newDen(t)
 	serveConfig(t, d, "")
 	d.MustRun("exec", "--", "sh", "-c", "echo from-root > /root/theirs.txt")
+	// Extended attributes: the user's go along; root's (trusted.*) an
+	// ordinary user cannot set, and restore says so once.
+	theirs := filepath.Join(d.AgentDir("default"), "rootfs", "root", "theirs.txt")
+	sandboxtest.NeedUserXattrs(t, filepath.Dir(theirs))
+	sandboxtest.NeedUserXattrs(t, u.Home)
+	for name, v := range map[string]string{"user.den_test": "xyz", "trusted.den_test": "root's"} {
+		if err := unix.Setxattr(theirs, name, []byte(v), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Setxattr(filepath.Dir(theirs), "trusted.den_test", []byte("root's"), 0); err != nil {
+		t.Fatal(err)
+	}
 	rootArchive := filepath.Join(u.Home, "root.tar.gz")
 	d.MustRun("backup", rootArchive)
 	if err := os.Chown(rootArchive, u.UID, u.GID); err != nil {
@@ -320,8 +348,17 @@ func TestBackupUnprivileged(t *testing.T) {
 	}
 	third := filepath.Join(u.Home, "third")
 	thirdCfg := filepath.Join(u.Home, "third-config", "config.toml")
-	if r := u.den(t, "--data-dir", third, "--config", thirdCfg, "restore", rootArchive); r.Code != 0 {
+	r := u.den(t, "--data-dir", third, "--config", thirdCfg, "restore", rootArchive)
+	if r.Code != 0 {
 		t.Fatalf("den restore of root's backup as %s: %v", u.Name, r)
+	}
+	if strings.Count(r.Stderr, "trusted.den_test") != 1 || !strings.Contains(r.Stderr, "den is not root") {
+		t.Errorf("den restore as %s: want one warning about trusted.den_test, got %s", u.Name, r)
+	}
+	restored := filepath.Join(third, "agents", "default", "rootfs", "root", "theirs.txt")
+	buf := make([]byte, 64)
+	if n, err := unix.Getxattr(restored, "user.den_test", buf); err != nil || string(buf[:n]) != "xyz" {
+		t.Errorf("the restored file's user.den_test: %q, %v; want xyz", buf[:max(n, 0)], err)
 	}
 	if err := unix.Lstat(filepath.Join(third, "agents", "default", "rootfs", "root", "theirs.txt"), &st); err != nil || int(st.Uid) != u.UID {
 		t.Errorf("a restored file's owner: %v, %d; want %d", err, st.Uid, u.UID)
@@ -374,4 +411,184 @@ func TestScheduledBackups(t *testing.T) {
 	if out := n.MustRun("exec", "--", "true"); out.Code != 0 {
 		t.Errorf("the restored computer: %s", out)
 	}
+}
+
+// TestBackupVerify: den backup verify reads a backup whole, writes
+// nothing, and says what it holds (--json too, and from standard
+// input); a backup cut short, with a byte changed in a file, with a
+// file its SHA256SUMS does not list, or without one it lists, fails
+// with exit 125 and the problem named.
+func TestBackupVerify(t *testing.T) {
+	d := newDen(t)
+	provision(t, d, "default")
+	d.MustRun("exec", "--", "sh", "-c", "echo verify-me > /root/v.txt")
+	file := filepath.Join(t.TempDir(), "b.tar.gz")
+	d.MustRun("backup", file)
+
+	n := New(t, denBin) // a den of its own: verify touches no data dir
+	r := n.MustRun("backup", "verify", file)
+	for _, want := range []string{file + " is whole", "agents:    default", "sessions:  ", "computers: yes", "secrets:   no"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("den backup verify: no %q in\n%s", want, r)
+		}
+	}
+	if ents, _ := os.ReadDir(n.Home); len(ents) != 0 {
+		t.Errorf("den backup verify wrote into the data dir: %v", ents)
+	}
+	archive, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = n.RunInput(bytes.NewReader(archive), "backup", "verify", "--json", "-")
+	var v struct {
+		OK           bool     `json:"ok"`
+		Agents       []string `json:"agents"`
+		Sessions     *int     `json:"sessions"`
+		Files        int      `json:"files"`
+		Bytes        int64    `json:"bytes"`
+		ArchiveBytes int64    `json:"archive_bytes"`
+		Secrets      bool     `json:"secrets"`
+		Created      string   `json:"created"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil || r.Code != 0 {
+		t.Fatalf("den backup verify --json -: %v\n%s", err, r)
+	}
+	if !v.OK || len(v.Agents) != 1 || v.Sessions == nil || v.Files == 0 || v.Bytes == 0 || v.ArchiveBytes != int64(len(archive)) || v.Secrets || v.Created == "" {
+		t.Errorf("den backup verify --json: %+v", v)
+	}
+
+	const kept = "data/agents/default/rootfs/root/v.txt"
+	for _, tc := range []struct {
+		name, says string
+		archive    []byte
+	}{
+		{"truncated", "truncated", archive[:len(archive)/2]},
+		{"a byte changed", kept + " does not match its SHA-256", regzip(t, bytes.Replace(gunzipBytes(t, archive), []byte("verify-me"), []byte("verify-Me"), 1))},
+		{"an unlisted file", "data/agents/default/rootfs/root/extra.txt is not in SHA256SUMS", editArchive(t, archive, func(h *tar.Header, body []byte) []tarFile {
+			if h.Name == kept {
+				return []tarFile{{*h, body}, {tar.Header{Name: "data/agents/default/rootfs/root/extra.txt", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("extra\n")}}
+			}
+			return []tarFile{{*h, body}}
+		})},
+		{"a missing file", `lists "` + kept + `", which the archive does not hold`, editArchive(t, archive, func(h *tar.Header, body []byte) []tarFile {
+			if h.Name == kept {
+				return nil
+			}
+			return []tarFile{{*h, body}}
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := filepath.Join(t.TempDir(), "bad.tar.gz")
+			if err := os.WriteFile(bad, tc.archive, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			r := n.Run("backup", "verify", bad)
+			if r.Code != 125 || !strings.Contains(r.Stderr, tc.says) || r.Stdout != "" {
+				t.Errorf("den backup verify: want exit 125 saying %q, got %s", tc.says, r)
+			}
+			r = n.Run("backup", "verify", "--json", bad)
+			var f struct {
+				OK    bool   `json:"ok"`
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(r.Stdout), &f); err != nil || r.Code != 125 || f.OK || !strings.Contains(f.Error, tc.says) {
+				t.Errorf("den backup verify --json: want exit 125 and ok false saying %q, got %v %s", tc.says, err, r)
+			}
+		})
+	}
+}
+
+type tarFile struct {
+	h    tar.Header
+	body []byte
+}
+
+// editArchive copies a gzip-compressed tar entry by entry, each through
+// edit, which returns the entries to write in its place.
+func editArchive(t *testing.T, archive []byte, edit func(h *tar.Header, body []byte) []tarFile) []byte {
+	t.Helper()
+	tr := tar.NewReader(bytes.NewReader(gunzipBytes(t, archive)))
+	var out bytes.Buffer
+	tw := tar.NewWriter(&out)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range edit(h, body) {
+			if f.h.Typeflag == tar.TypeReg {
+				f.h.Size = int64(len(f.body))
+			}
+			if err := tw.WriteHeader(&f.h); err != nil {
+				t.Fatal(err)
+			}
+			tw.Write(f.body)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return regzip(t, out.Bytes())
+}
+
+func gunzipBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	gz, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func regzip(t *testing.T, raw []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	zw.Write(raw)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestScheduledBackupOnAFullDisk: a scheduled backup into a folder on
+// a disk without the room den keeps free fails the way a scheduled
+// backup fails (logged, tried again), saying what it needs and what is
+// free, and leaves no file there; den serve goes on.
+func TestScheduledBackupOnAFullDisk(t *testing.T) {
+	sandboxtest.NeedRoot(t, "mounting a small tmpfs")
+	d := newDen(t)
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0700"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) }) // after den serve stops
+	serveConfig(t, d, "[backup]\nevery = \"1s\"\ndir = \""+dir+"\"\n")
+	provision(t, d, "default")
+	p := startServe(t, d, llmtest.NewAnthropic(t))
+	for i := 0; strings.Count(p.stderr.String(), "scheduled backup failed") < 2; i++ {
+		if i == MaxPolls {
+			t.Fatalf("no two failed scheduled backups in den serve's log:\n%s", p.stderr)
+		}
+		time.Sleep(PollInterval)
+	}
+	log := p.stderr.String()
+	if !strings.Contains(log, "not enough free disk space") || !strings.Contains(log, "16.0 MiB is free") || strings.Contains(log, "backup written") {
+		t.Errorf("den serve's log:\n%s", log)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("left in the backups' folder: %v", ents)
+	}
+	p.api(t, "GET", "/api/v1/sessions", nil, http.StatusOK)
 }

@@ -74,7 +74,7 @@
 // symlinks, hard links and FIFOs are preserved; owners are preserved only
 // when running as root. Device nodes are skipped (the sandbox provides
 // /dev), as are sockets; extended attributes and file capabilities are not
-// carried over. A corrupt or truncated archive fails with ErrCorrupt, and
+// carried over (a Tree keeps them when asked: Tree.KeepXattrs). A corrupt or truncated archive fails with ErrCorrupt, and
 // a tree without /bin/sh with ErrNotRootfs.
 //
 // # Concurrency

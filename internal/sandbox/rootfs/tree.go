@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -23,6 +24,9 @@ type tree struct {
 	chown bool // set owners (only when running as root)
 	dirs  []dirMeta
 	buf   []byte
+	// xattrs, when set, makes entries get the extended attributes their
+	// headers carry, and is told of each the system refuses.
+	xattrs func(name string, err error)
 }
 
 // dirMeta is applied after all entries are written: a directory's mode may
@@ -32,6 +36,7 @@ type dirMeta struct {
 	mode     fs.FileMode
 	mtime    time.Time
 	uid, gid int
+	pax      map[string]string // the header's records, for its extended attributes
 }
 
 func openTree(dir string) (*tree, error) {
@@ -132,7 +137,11 @@ func (t *tree) dir(name string, h *tar.Header) error {
 			}
 		}
 	}
-	t.dirs = append(t.dirs, dirMeta{name: name, mode: modeOf(h), mtime: h.ModTime, uid: h.Uid, gid: h.Gid})
+	d := dirMeta{name: name, mode: modeOf(h), mtime: h.ModTime, uid: h.Uid, gid: h.Gid}
+	if t.xattrs != nil {
+		d.pax = h.PAXRecords
+	}
+	t.dirs = append(t.dirs, d)
 	return nil
 }
 
@@ -153,6 +162,9 @@ func (t *tree) file(name string, h *tar.Header, r io.Reader) error {
 		err = f.Chown(h.Uid, h.Gid) // before Chmod: chown clears setuid bits
 	}
 	if err == nil {
+		// After chown, which drops a file capability; before chmod,
+		// which may take the owner's right to write them.
+		t.setXattrs(h.PAXRecords, func(name string, v []byte) error { return unix.Fsetxattr(int(f.Fd()), name, v, 0) })
 		err = f.Chmod(modeOf(h))
 	}
 	if cerr := f.Close(); err == nil {
@@ -175,6 +187,7 @@ func (t *tree) symlink(name string, h *tar.Header) error {
 				return &os.PathError{Op: "lchown", Path: name, Err: err}
 			}
 		}
+		t.setXattrs(h.PAXRecords, func(n string, v []byte) error { return unix.Lsetxattr(procPath(dirfd, base), n, v, 0) })
 		return setTimes(dirfd, base, h.ModTime)
 	})
 }
@@ -207,6 +220,14 @@ func (t *tree) fifo(name string, h *tar.Header) error {
 			return err
 		}
 	}
+	if t.xattrs != nil && len(h.PAXRecords) > 0 {
+		if err := t.atParent(name, func(dirfd int, base string) error {
+			t.setXattrs(h.PAXRecords, func(n string, v []byte) error { return unix.Lsetxattr(procPath(dirfd, base), n, v, 0) })
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
 	if err := t.root.Chmod(name, modeOf(h)); err != nil {
 		return err
 	}
@@ -222,6 +243,34 @@ func (t *tree) atParent(name string, fn func(dirfd int, base string) error) erro
 	}
 	defer d.Close()
 	return fn(int(d.Fd()), path.Base(name))
+}
+
+// procPath names an entry of an open folder by the folder's descriptor:
+// the folder's magic link is the tree's own descriptor; the last
+// element is not followed by the l* calls.
+func procPath(dirfd int, base string) string {
+	return fmt.Sprintf("/proc/self/fd/%d/%s", dirfd, base)
+}
+
+// xattrRecord starts the PAX records that carry extended attributes.
+const xattrRecord = "SCHILY.xattr."
+
+// setXattrs gives an entry the extended attributes in its header's PAX
+// records through set, when the tree keeps them; one the system refuses
+// is reported, and the entry stays without it.
+func (t *tree) setXattrs(pax map[string]string, set func(name string, value []byte) error) {
+	if t.xattrs == nil {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(pax)) {
+		name, ok := strings.CutPrefix(k, xattrRecord)
+		if !ok || name == "" {
+			continue
+		}
+		if err := set(name, []byte(pax[k])); err != nil {
+			t.xattrs(name, err)
+		}
+	}
 }
 
 func setTimes(dirfd int, base string, mtime time.Time) error {
@@ -244,6 +293,11 @@ func (t *tree) finish() error {
 				return escapeErr(d.name, err)
 			}
 		}
+		if len(d.pax) > 0 {
+			if err := t.dirXattrs(d); err != nil {
+				return escapeErr(d.name, err)
+			}
+		}
 		if err := t.root.Chmod(d.name, d.mode); err != nil {
 			return escapeErr(d.name, err)
 		}
@@ -252,6 +306,20 @@ func (t *tree) finish() error {
 		}
 	}
 	return nil
+}
+
+// dirXattrs gives a directory its extended attributes, opened without
+// following a link.
+func (t *tree) dirXattrs(d dirMeta) error {
+	return t.atParent(d.name, func(dirfd int, base string) error {
+		fd, err := unix.Openat(dirfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: d.name, Err: err}
+		}
+		defer unix.Close(fd)
+		t.setXattrs(d.pax, func(n string, v []byte) error { return unix.Fsetxattr(fd, n, v, 0) })
+		return nil
+	})
 }
 
 func depth(name string) int {
@@ -278,8 +346,8 @@ func (o onlyWriter) Write(p []byte) (int, error) { return o.w.Write(p) }
 // can create, link or change anything outside the directory, a ".."
 // component is ErrUnsafeArchive, symlinks are made and never followed,
 // and device nodes and sockets are skipped. Owners are set (h.Uid and
-// h.Gid, as given) only when running as root. A Tree is for one
-// goroutine.
+// h.Gid, as given) only when running as root; extended attributes only
+// after KeepXattrs. A Tree is for one goroutine.
 type Tree struct{ t *tree }
 
 // OpenTree opens dir, which exists, for Add.
@@ -295,6 +363,15 @@ func OpenTree(dir string) (*Tree, error) {
 // regular file's h.Size bytes. A hard link's Linkname is relative to
 // the directory too.
 func (t *Tree) Add(h *tar.Header, r io.Reader) error { return t.t.add(h, r) }
+
+// KeepXattrs makes Add give each entry the extended attributes its
+// header carries in PAX records (SCHILY.xattr.NAME, as GNU tar and
+// bsdtar write them), as they are: on the entry itself, through its
+// descriptor or, for a symbolic link or FIFO, by its name in its open
+// folder, never through a link. An attribute the file system or den's
+// privileges refuse (a trusted.* one without root, a user.* one on a
+// symbolic link) is passed to refused and the entry kept without it.
+func (t *Tree) KeepXattrs(refused func(name string, err error)) { t.t.xattrs = refused }
 
 // Finish gives the directories their modes, owners and times, once
 // every entry is written (a directory's mode may forbid writing in it).

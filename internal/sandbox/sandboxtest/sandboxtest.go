@@ -51,6 +51,27 @@ func NeedRoot(t testing.TB, why string) {
 	t.Skipf("%s: run the tests as root", why)
 }
 
+// NeedUserXattrs fails (under CI=true) or skips a test that needs the
+// file system of dir to keep user.* extended attributes, saying so:
+// ext4, xfs and btrfs keep them, tmpfs before Linux 6.6 does not.
+func NeedUserXattrs(t testing.TB, dir string) {
+	t.Helper()
+	probe, err := os.CreateTemp(dir, ".xattr-probe-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe.Close()
+	defer os.Remove(probe.Name())
+	err = unix.Setxattr(probe.Name(), "user.den_probe", []byte("1"), 0)
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the file system of %s keeps no user.* extended attributes (%v): run the tests with TMPDIR on ext4, xfs or btrfs", dir, err)
+	}
+	t.Skipf("the file system of %s keeps no user.* extended attributes (%v): run the tests with TMPDIR on ext4, xfs or btrfs", dir, err)
+}
+
 var (
 	rootOnce sync.Once
 	rootDir  string
