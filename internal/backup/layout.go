@@ -100,12 +100,13 @@ func sessionParts() []part {
 }
 
 // skipAgent reports whether an entry of an agent's folder is one of
-// den's temporaries or leftovers (a rootfs being built or reset), or
-// the computer's undo checkpoints: they hold this machine's host ids
-// and can be as large as the computer again; a restored computer
-// starts a history of its own.
+// den's temporaries or leftovers (a rootfs being built or reset), the
+// lock that running sessions hold on the computer (den makes it
+// again), or the computer's undo checkpoints: they hold this machine's
+// host ids and can be as large as the computer again; a restored
+// computer starts a history of its own.
 func skipAgent(name string) bool {
-	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "rootfs.old-") || name == "checkpoints"
+	return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "rootfs.old-") || name == "checkpoints" || name == "use.lock"
 }
 
 func findPart(parts []part, name string) (part, bool) {

@@ -82,6 +82,9 @@ func TestBackupRestoreRunningDaemon(t *testing.T) {
 		!strings.Contains(r.Stderr, "providers.work.api_key") {
 		t.Errorf("den backup: %s", r)
 	}
+	if strings.Contains(r.Stderr, "does not know") {
+		t.Errorf("den backup warns of den's own files: %s", r.Stderr)
+	}
 	fi, err := os.Stat(full)
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the archive: %v, mode %v; want 0600", err, fi.Mode())
