@@ -67,6 +67,7 @@ func (s *Store) DiffLive(ctx context.Context, from int, trees []Tree) (Diff, err
 		return Diff{}, err
 	}
 	w := newWalker(ctx, s, false)
+	defer w.close()
 	var d Diff
 	for _, t := range trees {
 		ra, ok := a.Root(t.Name)

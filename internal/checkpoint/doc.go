@@ -44,6 +44,21 @@
 //
 // The store's own folder is den's and trusted.
 //
+// # Other users' files
+//
+// den as root reads and restores everything in a tree. den as an
+// ordinary user reads with that user's rights, and the computer may
+// give a file or folder to another of its users and make it unreadable
+// to others (apt's partial downloads, 0700 under user _apt). With
+// subordinate ids, a store's Helper reads those: den's own executable
+// run again in a user namespace with the computer's id map, as root of
+// those ids. A take or diff asks it only for the entries den could not
+// read (den's own walk, and its speed, are unchanged); a restore runs in
+// it whole, so that it gives every entry back to its owner. It walks
+// by the same rules (by descriptors, no link followed, no mount
+// crossed), records owners as the host's ids, and makes the store's
+// files as den.
+//
 // # Concurrency
 //
 // Take, Prune, Delete and Restore hold the store's lock (a file lock,

@@ -46,18 +46,30 @@ type Restored struct {
 // nothing. No symlink is ever followed, and no mount crossed, in the
 // trees; each new entry is made under a temporary name, completed, then
 // renamed into place.
+//
+// With a Helper, the restore runs in it: as root of the computer's ids,
+// it gives every entry back to its owner.
 func (s *Store) Restore(ctx context.Context, id int, trees []Tree, o RestoreOptions) (Restored, error) {
 	unlock, err := s.lock(ctx)
 	if err != nil {
 		return Restored{}, err
 	}
 	defer unlock()
+	if s.helper != nil {
+		return s.restoreVia(ctx, id, trees, o)
+	}
+	return s.restore(ctx, id, trees, o)
+}
+
+// restore is Restore with the lock held.
+func (s *Store) restore(ctx context.Context, id int, trees []Tree, o RestoreOptions) (Restored, error) {
 	cp, err := s.Get(id)
 	if err != nil {
 		return Restored{}, err
 	}
 	var out Restored
 	w := newWalker(ctx, s, false)
+	defer w.close()
 	type job struct {
 		t        Tree
 		cp, live Root
@@ -513,10 +525,15 @@ func (r *restorer) fill(fd int, h Hash) error {
 func (r *restorer) setMeta(fd, dfd int, name string, c *Entry, rel string) error {
 	byFd := fd >= 0
 	var err error
-	if byFd {
-		err = unix.Fchown(fd, int(c.UID), int(c.GID))
-	} else {
-		err = unix.Fchownat(dfd, name, int(c.UID), int(c.GID), unix.AT_SYMLINK_NOFOLLOW)
+	// In the helper, a chown takes the ids its namespace sees.
+	uid, gid, mapped := r.w.ids.inside(c.UID, c.GID)
+	switch {
+	case !mapped:
+		r.left = append(r.left, fmt.Sprintf("%s: owner %d:%d not given (not the computer's ids)", r.show(rel), c.UID, c.GID))
+	case byFd:
+		err = unix.Fchown(fd, int(uid), int(gid))
+	default:
+		err = unix.Fchownat(dfd, name, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW)
 	}
 	if err != nil {
 		if !errors.Is(err, unix.EPERM) || os.Geteuid() == 0 {
@@ -539,7 +556,11 @@ func (r *restorer) setMeta(fd, dfd int, name string, c *Entry, rel string) error
 	if !byFd {
 		x = nameXattrs(dfd, name)
 	}
-	if err := syncXattrs(x, c.Xattrs); err != nil {
+	want, unmapped := r.w.ids.xattrsInside(c.Xattrs)
+	for _, n := range unmapped {
+		r.left = append(r.left, fmt.Sprintf("%s: extended attribute %s not given (its ids are not the computer's)", r.show(rel), n))
+	}
+	if err := syncXattrs(x, want); err != nil {
 		return fmt.Errorf("checkpoint: restore: %s: %w", r.show(rel), err)
 	}
 	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(c.Mtime)}

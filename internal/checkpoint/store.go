@@ -26,7 +26,9 @@ import (
 //	DIR/objects/XX/HASH      file contents and folder listings
 //	DIR/objects/tmp/         objects being written
 type Store struct {
-	dir string
+	dir    string
+	helper *Helper // reads and restores what den cannot (nil: none)
+	ns     *nsIDs  // in the helper: its namespace's ids
 
 	// The listings of the last take's trees (see index.go).
 	mu      sync.Mutex
@@ -35,9 +37,20 @@ type Store struct {
 	indexed bool             // DIR/index was read
 }
 
+// Options shape a store.
+type Options struct {
+	// Helper, for den running as an ordinary user with subordinate
+	// ids, reads and restores what the computer gave to its other users
+	// (see Helper). nil: den's own rights only.
+	Helper *Helper
+}
+
 // Open opens the store in dir, making it if need be (private to den).
-func Open(dir string) (*Store, error) {
-	s := &Store{dir: dir}
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith is Open with options.
+func OpenWith(dir string, o Options) (*Store, error) {
+	s := &Store{dir: dir, helper: o.Helper}
 	if err := s.makeDirs(); err != nil {
 		return nil, err
 	}

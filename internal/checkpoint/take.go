@@ -47,6 +47,7 @@ func (s *Store) take(ctx context.Context, trees []Tree, o TakeOptions) (Checkpoi
 		c.ID = list[len(list)-1].ID + 1
 	}
 	w := newWalker(ctx, s, true)
+	defer w.close()
 	w.limit = o.Limit
 	for _, t := range trees {
 		if err := checkTree(t); err != nil {

@@ -37,8 +37,17 @@ type walker struct {
 	limit int64 // bytes a take may add; 0: no limit
 	racy  int64 // ctimes from this on may change again unseen
 
-	mnt  mount           // the tree's mount: mounts beneath are not crossed
-	skip map[string]bool // relative paths not recorded
+	mnt    mount           // the tree's mount: mounts beneath are not crossed
+	skip   map[string]bool // relative paths not recorded
+	tree   Tree            // the tree being read
+	treeID fileID          // its folder
+	ids    *nsIDs          // in the helper: the ids it sees are not the host's
+
+	// The helper that reads what den cannot (Store.helper), started at
+	// the first such entry.
+	helpMu  sync.Mutex
+	help    *helperConn
+	helpErr error
 
 	slots chan struct{} // goroutines reading folders, beside the caller's
 	bufs  chan []byte   // block buffers
@@ -62,8 +71,18 @@ const workers = 4
 func newWalker(ctx context.Context, s *Store, store bool) *walker {
 	w := &walker{s: s, ctx: ctx, store: store, mem: map[Hash][]byte{}, seen: map[Hash]listing{},
 		dirs: map[string]bool{}, racy: time.Now().Add(-racyWindow).UnixNano(),
-		slots: make(chan struct{}, workers), bufs: make(chan []byte, workers+1)}
+		slots: make(chan struct{}, workers), bufs: make(chan []byte, workers+1), ids: s.ns}
 	return w
+}
+
+// close ends the walker's helper, if it started one.
+func (w *walker) close() {
+	w.helpMu.Lock()
+	defer w.helpMu.Unlock()
+	if w.help != nil {
+		w.help.close()
+		w.help = nil
+	}
 }
 
 func (w *walker) buffer() []byte {
@@ -136,7 +155,9 @@ func (w *walker) root(t Tree, prev *Root) (Root, error) {
 	}
 	w.mnt = mnt
 	w.skip = skipSet(t.Skip)
+	w.tree, w.treeID = t, fileID{Dev: st.Dev, Ino: st.Ino}
 	e := entryOf("", &st)
+	w.ids.toHost(&e)
 	w.unracy(&e)
 	var prevHash Hash
 	var prevEntry *Entry
@@ -145,7 +166,7 @@ func (w *walker) root(t Tree, prev *Root) (Root, error) {
 	}
 	if prevEntry != nil && e.sameStat(prevEntry) {
 		e.Xattrs = prevEntry.Xattrs
-	} else if e.Xattrs, err = xattrsFd(fd); err != nil {
+	} else if e.Xattrs, err = w.xattrsFd(fd); err != nil {
 		return Root{}, fmt.Errorf("checkpoint: %s: %w", t.Path, err)
 	}
 	e.Hash, err = w.dir(fd, prevHash, "", 0)
@@ -213,6 +234,10 @@ func (w *walker) dir(dfd int, prev Hash, rel string, depth int) (Hash, error) {
 			p = &old[j]
 		}
 		sub, err := w.entry(dfd, name, child, p, &entries[i], &keep[i])
+		var denied *deniedError
+		if errors.As(err, &denied) && w.s.helper != nil {
+			sub, err = -1, w.delegate(dfd, rel, name, p, &entries[i], &keep[i], depth, denied)
+		}
 		if err != nil {
 			wg.Wait()
 			return Hash{}, err
@@ -307,12 +332,16 @@ func (w *walker) entry(dfd int, name, rel string, p, e *Entry, ok *bool) (sub in
 		if errors.Is(err, unix.ENOENT) {
 			return -1, nil
 		}
+		if isDenied(err) {
+			return -1, &deniedError{rel, err}
+		}
 		return -1, fmt.Errorf("checkpoint: %s: %w", show(rel), err)
 	}
 	if mnt != w.mnt {
 		return -1, nil
 	}
 	*e = entryOf(name, &st)
+	w.ids.toHost(e)
 	w.unracy(e)
 	same := p != nil && e.sameStat(p)
 	if same {
@@ -322,6 +351,9 @@ func (w *walker) entry(dfd int, name, rel string, p, e *Entry, ok *bool) (sub in
 	case Dir:
 		fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
+			if isDenied(err) {
+				return -1, &deniedError{rel, err}
+			}
 			return -1, changed(rel, err)
 		}
 		if err := sameInode(fd, &st); err != nil {
@@ -329,9 +361,9 @@ func (w *walker) entry(dfd int, name, rel string, p, e *Entry, ok *bool) (sub in
 			return -1, changed(rel, err)
 		}
 		if !same {
-			if e.Xattrs, err = xattrsFd(fd); err != nil {
+			if e.Xattrs, err = w.xattrsFd(fd); err != nil {
 				unix.Close(fd)
-				return -1, fmt.Errorf("checkpoint: %s: %w", show(rel), err)
+				return -1, xattrError(rel, err)
 			}
 		}
 		*ok = true
@@ -349,15 +381,18 @@ func (w *walker) entry(dfd int, name, rel string, p, e *Entry, ok *bool) (sub in
 			break
 		}
 		if e.Target, err = readlinkat(dfd, name); err != nil {
+			if isDenied(err) {
+				return -1, &deniedError{rel, err}
+			}
 			return -1, changed(rel, err)
 		}
-		if e.Xattrs, err = xattrsAt(dfd, name); err != nil {
-			return -1, fmt.Errorf("checkpoint: %s: %w", show(rel), err)
+		if e.Xattrs, err = w.xattrsAt(dfd, name); err != nil {
+			return -1, xattrError(rel, err)
 		}
 	default:
 		if !same {
-			if e.Xattrs, err = xattrsAt(dfd, name); err != nil {
-				return -1, fmt.Errorf("checkpoint: %s: %w", show(rel), err)
+			if e.Xattrs, err = w.xattrsAt(dfd, name); err != nil {
+				return -1, xattrError(rel, err)
 			}
 		}
 	}
@@ -369,6 +404,97 @@ func changed(rel string, err error) error {
 	return fmt.Errorf("%w: %s changed while it was read (%v); try again", ErrTree, show(rel), err)
 }
 
+// deniedError says den's own rights do not reach an entry: a file or
+// folder the computer gave to another of its users and made unreadable
+// to others, or one in a folder den cannot search. A store's Helper
+// reads it instead.
+type deniedError struct {
+	rel string
+	err error
+}
+
+func (e *deniedError) Error() string {
+	return fmt.Sprintf("%v: den cannot read %s: %v", ErrTree, show(e.rel), e.err)
+}
+
+func (e *deniedError) Unwrap() []error { return []error{ErrTree, e.err} }
+
+func isDenied(err error) bool { return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) }
+
+func xattrError(rel string, err error) error {
+	if isDenied(err) {
+		return &deniedError{rel, err}
+	}
+	return fmt.Errorf("checkpoint: %s: %w", show(rel), err)
+}
+
+// delegate has the store's helper read entry name of the folder dfd
+// (parent beneath the tree) into e, with all it holds: den could not
+// (denied).
+func (w *walker) delegate(dfd int, parent, name string, p, e *Entry, ok *bool, depth int, denied *deniedError) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return fmt.Errorf("checkpoint: %s: %w", show(parent), err)
+	}
+	c, err := w.helper()
+	if err != nil {
+		return fmt.Errorf("%w, nor its helper: %v", denied, err)
+	}
+	w.mu.Lock()
+	added := w.added
+	w.mu.Unlock()
+	a, err := c.ask(request{Entry: &entryRequest{
+		Store: w.s.dir, Write: w.store, Tree: w.tree.Path, TreeID: w.treeID, Skip: w.tree.Skip,
+		Parent: parent, ParentID: fileID{Dev: st.Dev, Ino: st.Ino}, Name: name, Prev: p, Depth: depth,
+		Limit: w.limit, Added: added, Racy: w.racy, Mount: fileID{Dev: w.mnt.dev, Ino: w.mnt.id},
+	}})
+	if err != nil {
+		if w.ctx.Err() != nil {
+			return w.ctx.Err()
+		}
+		return err
+	}
+	r := a.Entry
+	if r == nil {
+		return errors.New("checkpoint: helper: an empty answer")
+	}
+	*e, *ok = r.Entry, r.OK
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.entries += r.Entries
+	w.read += r.Read
+	w.folders += r.Folders
+	w.misses += r.Misses
+	w.added += r.Added
+	w.created = append(w.created, r.Created...)
+	for h, b := range r.Listings {
+		if treeHash(b) != h {
+			return fmt.Errorf("checkpoint: helper: a listing is not what its name says")
+		}
+		if w.store {
+			if es, err := decodeTree(b); err == nil {
+				w.seen[h] = listing{es, b}
+			}
+		} else {
+			w.mem[h] = b
+		}
+	}
+	if w.limit > 0 && w.added > w.limit {
+		return fmt.Errorf("%w: more than %s changed", ErrTooLarge, Bytes(w.limit))
+	}
+	return nil
+}
+
+// helper is the walker's helper, started at the first call.
+func (w *walker) helper() (*helperConn, error) {
+	w.helpMu.Lock()
+	defer w.helpMu.Unlock()
+	if w.help == nil && w.helpErr == nil {
+		w.help, w.helpErr = w.s.helper.start(w.ctx)
+	}
+	return w.help, w.helpErr
+}
+
 // file reads a regular file that changed: its hash, and with store its
 // content into the store. It is opened without following a symlink,
 // without blocking (a FIFO swapped in, a lease) and checked to be the
@@ -376,8 +502,8 @@ func changed(rel string, err error) error {
 func (w *walker) file(dfd int, name, rel string, e *Entry, st *unix.Stat_t) error {
 	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			return fmt.Errorf("%w: den cannot read %s: %v", ErrTree, show(rel), err)
+		if isDenied(err) {
+			return &deniedError{rel, err}
 		}
 		return changed(rel, err)
 	}
@@ -388,8 +514,8 @@ func (w *walker) file(dfd int, name, rel string, e *Entry, st *unix.Stat_t) erro
 	w.mu.Lock()
 	w.read++
 	w.mu.Unlock()
-	if e.Xattrs, err = xattrsFd(fd); err != nil {
-		return fmt.Errorf("checkpoint: %s: %w", show(rel), err)
+	if e.Xattrs, err = w.xattrsFd(fd); err != nil {
+		return xattrError(rel, err)
 	}
 	if !w.store {
 		buf := w.buffer()
@@ -646,6 +772,19 @@ func readlinkat(dfd int, name string) (string, error) {
 			return string(b[:n]), nil
 		}
 	}
+}
+
+// xattrsFd reads an open file's extended attributes, their ids the
+// host's.
+func (w *walker) xattrsFd(fd int) ([]Xattr, error) {
+	xs, err := xattrsFd(fd)
+	return w.ids.xattrsToHost(xs), err
+}
+
+// xattrsAt is xattrsFd for a name in dfd (see the function).
+func (w *walker) xattrsAt(dfd int, name string) ([]Xattr, error) {
+	xs, err := xattrsAt(dfd, name)
+	return w.ids.xattrsToHost(xs), err
 }
 
 // xattrsFd reads an open file's extended attributes.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"den.dev/den/internal/checkpoint"
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/egress"
@@ -46,6 +47,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func Main() {
 	proot.MaybeReaper()
 	netns.MaybeHelper()
+	checkpoint.MaybeHelper()
 	os.Exit(Run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

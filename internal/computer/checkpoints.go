@@ -15,6 +15,7 @@ import (
 	"den.dev/den/internal/checkpoint"
 	"den.dev/den/internal/hostcmd"
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/idmap"
 )
 
 // Undo for the computer: a checkpoint (package checkpoint) of the
@@ -73,12 +74,35 @@ func (c *Computer) Checkpoints() (*checkpoint.Store, error) {
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("computer: %w", err)
 	}
-	s, err := checkpoint.Open(filepath.Join(c.dir, "checkpoints"))
+	s, err := checkpoint.OpenWith(filepath.Join(c.dir, "checkpoints"), checkpoint.Options{Helper: c.m.checkpointHelper()})
 	if err != nil {
 		return nil, err
 	}
 	got, _ := c.m.stores.LoadOrStore(c.agent, s)
 	return got.(*checkpoint.Store), nil
+}
+
+// checkpointHelper is what lets den as an ordinary user checkpoint
+// and restore the files its computers give to their other users: nil
+// as root (whose rights reach them all), and without subordinate ids
+// (every file of the computer is then the user's own).
+func (m *Manager) checkpointHelper() *checkpoint.Helper {
+	if os.Geteuid() == 0 || !m.ids.Helper {
+		return nil
+	}
+	newuidmap, err1 := idmap.LookHelper("newuidmap")
+	newgidmap, err2 := idmap.LookHelper("newgidmap")
+	if err1 != nil || err2 != nil {
+		return nil
+	}
+	h := &checkpoint.Helper{NewUIDMap: newuidmap, NewGIDMap: newgidmap}
+	for _, r := range m.ids.UIDs {
+		h.UIDs = append(h.UIDs, checkpoint.IDRange(r))
+	}
+	for _, r := range m.ids.GIDs {
+		h.GIDs = append(h.GIDs, checkpoint.IDRange(r))
+	}
+	return h
 }
 
 // trees are what a checkpoint of a session holds: the rootfs, less the

@@ -57,8 +57,9 @@ var allowed = map[string][]string{
 	// the sandbox's included, may keep its files with it.
 	"privfile": {"privfile"},
 	// Checkpoints know folder trees and den's safe file layer, and
-	// nothing of computers, sessions or the faces.
-	"checkpoint": {"checkpoint", "hostfs"},
+	// nothing of computers, sessions or the faces (launch starts their
+	// helper as den starts its other children).
+	"checkpoint": {"checkpoint", "hostfs", "sandbox/launch"},
 	// Skills know files, and nothing of sessions, models or the sandbox.
 	"skill": {"skill", "hostfs"},
 	// den:// URLs name the computer's folders and know nothing else, so

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -256,4 +257,59 @@ func unprivTail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// TestUnprivilegedUndoOtherUsers: den as an ordinary user with
+// subordinate ids checkpoints a computer whose other users keep files
+// unreadable to others (a 0700 folder of uid 100 holding a 0600 file of
+// uid 1000, as apt's partial downloads are in a rootfs mmdebstrap
+// built), and a restore gives them back to those users: den runs itself
+// as its checkpoint helper, in a user namespace with the computer's ids.
+func TestUnprivilegedUndoOtherUsers(t *testing.T) {
+	u := newUnprivUser(t)
+	sandboxtest.Need(t, "newuidmap", "uidmap")
+	first := int(u.AddSubIDs(t))
+	if r := u.den(t, "exec", "--rootfs", "busybox", "--", "mkdir", "-p", "/var/cache"); r.Code != 0 {
+		t.Fatalf("den exec as %s: %v", u.Name, r)
+	}
+	// The computer's root has no capabilities: its other users' files
+	// come with the rootfs, made here as root would have made them.
+	dir := filepath.Join(u.Home, "den", "agents", "default", "rootfs", "var", "cache", "partial")
+	file := filepath.Join(dir, "pkg.deb")
+	for _, step := range []error{
+		os.Mkdir(dir, 0o700), os.WriteFile(file, []byte("half\n"), 0o600),
+		os.Lchown(file, first+999, first+999), os.Lchown(dir, first+99, first+65533),
+	} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	r := u.den(t, "computer", "checkpoint")
+	if r.Code != 0 || !strings.HasPrefix(r.Stdout, "checkpoint 1 ") {
+		t.Fatalf("den computer checkpoint as %s: %v", u.Name, r)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if r := u.den(t, "computer", "restore", "1"); r.Code != 0 || strings.Contains(r.Stdout, "not given") {
+		t.Fatalf("den computer restore 1 as %s: %v", u.Name, r)
+	}
+	for _, c := range []struct {
+		path     string
+		uid, gid int
+		mode     uint32
+	}{{dir, first + 99, first + 65533, 0o700}, {file, first + 999, first + 999, 0o600}} {
+		var st unix.Stat_t
+		if err := unix.Lstat(c.path, &st); err != nil || int(st.Uid) != c.uid || int(st.Gid) != c.gid || st.Mode&0o7777 != c.mode {
+			t.Errorf("after the restore, %s: %v, owner %d:%d mode %o, want %d:%d %o", c.path, err, st.Uid, st.Gid, st.Mode&0o7777, c.uid, c.gid, c.mode)
+		}
+	}
+	// As the computer sees it (its root may not look inside).
+	r = u.den(t, "exec", "--", "stat", "-c", "%u:%g %a", "/var/cache/partial")
+	if r.Code != 0 || r.Stdout != "100:65534 700\n" {
+		t.Errorf("the folder in the computer: %v", r)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "half\n" {
+		t.Errorf("after the restore: %q, %v", b, err)
+	}
 }
