@@ -65,10 +65,12 @@ var allowed = map[string][]string{
 	// den:// URLs name the computer's folders and know nothing else, so
 	// that the tools, the server and the faces can all use them.
 	"resource": {"resource", "sandbox"},
-	// The MCP client knows den's tools, the permission gate and how a
-	// program starts in a sandbox, and nothing of sessions, computers
+	// The MCP client knows den's tools, the permission gate, how a
+	// program starts in a sandbox and a server's egress policy (read as
+	// den's egress reads an agent's), and nothing of sessions, computers
 	// or the faces: the session wires it.
-	"mcpclient": {"mcpclient", "llm", "agent/ctxwin", "tool", "permission", "store", "sandbox", "cmdscan", "resource", "privfile"},
+	"mcpclient": {"mcpclient", "llm", "agent/ctxwin", "tool", "permission", "store", "sandbox", "cmdscan", "resource", "privfile",
+		"egress", "secret"},
 	// The browser knows the computer (its namespaces and folders) and
 	// nothing of sessions, models, permissions or the faces: those call
 	// it.
