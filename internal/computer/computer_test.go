@@ -365,6 +365,9 @@ func TestExportRecordsInsideIDs(t *testing.T) {
 	if h := seen["./root/keep/a"]; h != nil && h.Mode&0o7777 != 0o4750 {
 		t.Errorf("mode of a: %o", h.Mode)
 	}
+	if h := seen["./root/keep/c"]; h != nil && h.Linkname != "a" {
+		t.Errorf("the link c points to %q, want a", h.Linkname)
+	}
 	// Import it as another agent's computer and use it.
 	file := filepath.Join(t.TempDir(), "c.tar")
 	os.WriteFile(file, buf.Bytes(), 0o600)

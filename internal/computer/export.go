@@ -131,13 +131,14 @@ func (e *exporter) add(p, rel string) error {
 			h.Name += "/"
 		}
 	case syscall.S_IFLNK:
-		t, err := os.Readlink(p)
-		if errors.Is(err, fs.ErrNotExist) {
+		// The link's text, read beneath the rootfs with no link on the
+		// way: a folder swapped for a link meanwhile is not followed.
+		ln, err := e.root.Lstat(rel)
+		if err != nil || ln.Mode&fs.ModeSymlink == 0 || ln.Inode != st.Ino {
+			fmt.Fprintf(os.Stderr, "den: export: %s changed while it was read; left out\n", p)
 			return nil
-		} else if err != nil {
-			return err
 		}
-		h.Typeflag, h.Linkname = tar.TypeSymlink, t
+		h.Typeflag, h.Linkname = tar.TypeSymlink, ln.Target
 	case syscall.S_IFIFO:
 		h.Typeflag = tar.TypeFifo
 	case syscall.S_IFREG:
