@@ -293,7 +293,7 @@ func (r *Runtime) Spawn(ctx context.Context, parentID string, o SpawnOptions) (s
 	if err := r.roomFor(ctx, parent.ID, ps.maxRunning); err != nil {
 		return store.Session{}, err
 	}
-	child, err := r.st.CreateChild(ctx, parent.ID, agentName, model, name)
+	child, err := r.st.CreateChild(ctx, parent.ID, agentName, model, name, o.Report)
 	if err != nil {
 		return store.Session{}, err
 	}
