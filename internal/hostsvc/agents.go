@@ -16,8 +16,8 @@ type Subagent struct {
 	Status  string `json:"status"` // the session's: running, waiting, idle, interrupted, error
 	// Done says its answer is final: it runs no more (until steered).
 	Done bool `json:"done"`
-	// Ended is how its last run ended when den knows: done, canceled,
-	// budget, error.
+	// Ended is how its last run ended: done, canceled, budget, error,
+	// interrupted (den stopped during it).
 	Ended   string  `json:"ended,omitempty"`
 	Error   string  `json:"error,omitempty"`
 	Answer  string  `json:"answer,omitempty"`

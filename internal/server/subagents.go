@@ -16,7 +16,7 @@ import (
 type subagentJSON struct {
 	sessionJSON
 	Done   bool   `json:"done"`             // its answer is final: it runs no more (until steered)
-	Ended  string `json:"ended,omitempty"`  // done, canceled, budget, error: how its last run ended, when den knows
+	Ended  string `json:"ended,omitempty"`  // done, canceled, budget, error, interrupted: how its last run ended
 	Error  string `json:"error,omitempty"`  // what stopped it
 	Answer string `json:"answer,omitempty"` // its last answer
 }

@@ -55,13 +55,24 @@
 // its parent as a message when its worker ends, unless someone waits
 // for it; a parent's worker whose run ended with such answers still to
 // come waits for them (and stops waiting when its turn is canceled,
-// which cancels its sub-agents too). What the runtime knows of its
-// sub-agents (who reports, who waits, each run's budget) lives in this
-// process; the store keeps the parent, the profile and the usage.
+// which cancels its sub-agents too). Who waits, and each run's budget,
+// live in this process; the store keeps the parent, the profile, the
+// usage, and what each sub-agent owes its parent (store.SubagentState):
+// whether it reports, whether its answer is owed, how its last run
+// ended (a run records "running" as it begins, so a den that dies
+// during it leaves that). An answer joins the parent's queue in the
+// transaction that records its delivery, so it is delivered once
+// however den stops.
 //
 // # Recovery
 //
 // A watching runtime (the daemon) repairs, once a second, sessions a
 // killed den left running (their open tool calls become "interrupted"
-// results) and runs messages queued for sessions nobody runs.
+// results), delivers what sub-agents nobody runs still owe their
+// parents (their answer, or word that den stopped during their run),
+// and runs messages queued for sessions nobody runs: a parent that
+// gets such a message runs with it, as its turn was interrupted too, and
+// a sub-agent with a message queued runs it and reports as it ends. A
+// session's run delivers what its own sub-agents owe it first, in
+// every runtime.
 package session

@@ -217,6 +217,13 @@ type Sent struct {
 // (here or in another den process), is queued and joins the
 // conversation at the next turn boundary.
 func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts TurnOptions) (Sent, error) {
+	return r.send(ctx, sessionID, m, opts, r.enqueue)
+}
+
+// send is Send with put queuing the message: a sub-agent's answer is
+// queued in the transaction that records its delivery.
+func (r *Runtime) send(ctx context.Context, sessionID string, m Message, opts TurnOptions,
+	put func(context.Context, store.Session, Message) (store.Queued, error)) (Sent, error) {
 	sess, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
 		return Sent{}, err
@@ -252,7 +259,7 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 		case errors.Is(err, store.ErrSessionBusy):
 			// Another den runs the session: it takes the message at its
 			// next turn boundary (or a watching runtime, once it is done).
-			q, err := r.enqueue(ctx, sess, m)
+			q, err := put(ctx, sess, m)
 			if err != nil {
 				return Sent{}, err
 			}
@@ -263,7 +270,7 @@ func (r *Runtime) Send(ctx context.Context, sessionID string, m Message, opts Tu
 			return Sent{}, err
 		}
 	}
-	q, err := r.enqueue(ctx, sess, m)
+	q, err := put(ctx, sess, m)
 	if err != nil {
 		lock.Unlock()
 		return Sent{}, err
@@ -380,6 +387,9 @@ func (r *Runtime) work(ctx context.Context, l *live, lock *store.SessionLock) {
 				w <- out
 			}
 			r.subagentEnded(l.id, out)
+			if out.Err != nil {
+				r.parentEnded(l.id)
+			}
 			return
 		}
 		r.mu.Unlock()
@@ -397,11 +407,16 @@ func (r *Runtime) runOnce(ctx context.Context, l *live, opts TurnOptions) (res a
 	cont := l.cont
 	l.cont = false
 	r.mu.Unlock()
+	// What its sub-agents still owe it (a den that stopped left it
+	// undelivered) joins this run.
+	r.deliverOwed(ctx, l.id)
 	if q, err := r.st.QueuedMessages(ctx, l.id); err != nil {
 		return res, err, true
 	} else if len(q) == 0 && !cont {
 		return res, nil, false
 	}
+	before := r.beginSubagentRun(ctx, sess)
+	defer func() { r.endSubagentRun(sess, before, err, ran) }()
 	if err := r.ensureEngine(ctx, l, sess); err != nil {
 		r.finish(l.id, res, err)
 		return res, err, true
@@ -644,7 +659,8 @@ func (r *Runtime) Answer(ctx context.Context, id string, approve bool, scope per
 
 // watch runs, once a second, what other processes left behind:
 // sessions a killed den left running are repaired and marked
-// interrupted; queued messages of sessions nobody runs are run.
+// interrupted; what sub-agents nobody runs owe their parents is
+// delivered; queued messages of sessions nobody runs are run.
 func (r *Runtime) watch() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -685,6 +701,8 @@ func (r *Runtime) recover(ctx context.Context) {
 		}
 		lock.Unlock()
 	}
+	// What sub-agents of a den that stopped still owe their parents.
+	r.deliverOwed(ctx, "")
 	queued, err := r.st.SessionsWithQueue(ctx)
 	if err != nil {
 		r.log.Warn("watch: queues", "err", err)

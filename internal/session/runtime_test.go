@@ -58,11 +58,27 @@ func newTestRuntimeWith(t testing.TB, cfg *config.Config, tune func(*Options), t
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
+	return startTestRuntime(t, &testRuntime{st: st, dir: dir, fake: fake}, cfg, tune)
+}
+
+// reopen is what den started again finds: a new runtime on tr's store
+// and data dir, after tr's runtime is closed (as a den that stopped).
+func (tr *testRuntime) reopen(t testing.TB, cfg *config.Config, tune func(*Options)) *testRuntime {
+	t.Helper()
+	tr.Close()
+	return startTestRuntime(t, &testRuntime{st: tr.st, dir: tr.dir, fake: tr.fake}, cfg, tune)
+}
+
+// startTestRuntime starts tr's runtime on its store and data dir, with
+// computers of busybox.
+func startTestRuntime(t testing.TB, tr *testRuntime, cfg *config.Config, tune func(*Options)) *testRuntime {
+	t.Helper()
 	b, err := bwrap.New("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := computer.New(dir, b)
+	m, err := computer.New(tr.dir, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +87,7 @@ func newTestRuntimeWith(t testing.TB, cfg *config.Config, tune func(*Options), t
 	}
 	// As den's command line does: [network] hosts pins names.
 	m.Egress = egress.New(egress.Options{Hosts: cfg.Network.Hosts})
-	o := Options{Store: st, DataDir: dir, Config: cfg, Holder: "test", MCP: filepath.Join(dir, "mcp.json"),
+	o := Options{Store: tr.st, DataDir: tr.dir, Config: cfg, Holder: "test", MCP: filepath.Join(tr.dir, "mcp.json"),
 		Computer: func(ctx context.Context, agent string) (*computer.Computer, computer.SessionOptions, error) {
 			c, err := m.Computer(agent)
 			if err != nil {
@@ -89,11 +105,8 @@ func newTestRuntimeWith(t testing.TB, cfg *config.Config, tune func(*Options), t
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &testRuntime{Runtime: rt, st: st, dir: dir, fake: fake}
-	t.Cleanup(func() {
-		rt.Close()
-		st.Close()
-	})
+	tr.Runtime = rt
+	t.Cleanup(rt.Close)
 	return tr
 }
 

@@ -47,14 +47,17 @@ type Subagent struct {
 	Running bool
 	// Answer is the text of its last answer ("" before it has one).
 	Answer string
-	// Ended is how its last run ended when that is known in this
-	// process: "done", "canceled", "budget", "error"; "" otherwise.
+	// Ended is how its last run ended: "done", "canceled", "budget",
+	// "error", "interrupted" (den stopped during it); "" while it runs
+	// or before it ran.
 	Ended string
 	// Error is what stopped its last run, when it failed.
 	Error string
 }
 
-// subagents is what the runtime knows of the sub-agents it runs.
+// subagents is what the runtime knows of the sub-agents it runs. What
+// a sub-agent owes its parent is kept in the store too
+// (store.SubagentState), so that a den started again delivers it.
 type subagents struct {
 	spawn   sync.Mutex // one start at a time: the running count is kept
 	mu      sync.Mutex
@@ -63,14 +66,16 @@ type subagents struct {
 	ended   chan struct{}      // closed (and replaced) when a sub-agent's run ends
 }
 
-// kid is a sub-agent started in this process.
+// kid is a sub-agent run in this process.
 type kid struct {
 	parent  string
 	report  bool // its answer joins the parent's conversation when it ends
 	pending bool // it runs, or its answer is not yet delivered
 	waiters int  // den-agent wait/run calls waiting for it
-	ended   string
-	err     string
+	// adopted: its answer was owed when it began to run here (a den that
+	// stopped started it), and is delivered whether or not its parent's
+	// turn runs here.
+	adopted bool
 }
 
 func (s *subagents) kid(id string) *kid {
@@ -293,7 +298,7 @@ func (r *Runtime) Spawn(ctx context.Context, parentID string, o SpawnOptions) (s
 	if err := r.roomFor(ctx, parent.ID, ps.maxRunning); err != nil {
 		return store.Session{}, err
 	}
-	child, err := r.st.CreateChild(ctx, parent.ID, agentName, model, name)
+	child, err := r.st.CreateChild(ctx, parent.ID, agentName, model, name, o.Report)
 	if err != nil {
 		return store.Session{}, err
 	}
@@ -305,6 +310,10 @@ func (r *Runtime) Spawn(ctx context.Context, parentID string, o SpawnOptions) (s
 		r.subs.mu.Lock()
 		k.pending = false
 		r.subs.mu.Unlock()
+		// It never ran: it owes nothing.
+		if _, serr := r.st.SettleAnswer(context.WithoutCancel(ctx), child.ID, store.EndedNone); serr != nil {
+			r.log.Warn("sub-agent", "session", child.ID, "err", serr)
+		}
 		return child, err
 	}
 	return r.st.GetSession(ctx, child.ID)
@@ -424,27 +433,36 @@ func (r *Runtime) describe(ctx context.Context, c store.Session) (Subagent, erro
 			s.Session = fresh
 		}
 	}
-	r.subs.mu.Lock()
-	if k := r.subs.kids[c.ID]; k != nil {
-		s.Ended, s.Error = k.ended, k.err
-	}
-	r.subs.mu.Unlock()
-	if s.Running {
-		s.Ended, s.Error = "", ""
-	}
-	hist, err := r.st.History(ctx, c.ID)
+	st, err := r.st.SubagentState(ctx, c.ID)
 	if err != nil {
 		return s, err
+	}
+	if !s.Running {
+		s.Ended, s.Error = st.Ended, st.Error
+		if s.Ended == store.EndedRunning {
+			// Nobody runs it: den stopped during its run.
+			s.Ended = store.EndedInterrupted
+		}
+	}
+	s.Answer, err = r.lastAnswer(ctx, c.ID)
+	return s, err
+}
+
+// lastAnswer is the text of a session's last answer ("" before it has
+// one).
+func (r *Runtime) lastAnswer(ctx context.Context, id string) (string, error) {
+	hist, err := r.st.History(ctx, id)
+	if err != nil {
+		return "", err
 	}
 	for i := len(hist) - 1; i >= 0; i-- {
 		if hist[i].Role == llm.Assistant {
 			if t := strings.TrimSpace(llm.TextOf(hist[i])); t != "" {
-				s.Answer = t
-				break
+				return t, nil
 			}
 		}
 	}
-	return s, nil
+	return "", nil
 }
 
 // WaitSubagent waits until a sub-agent of parent is done (its runs
@@ -475,7 +493,13 @@ func (r *Runtime) WaitSubagent(ctx context.Context, parent, id string) (Subagent
 			return Subagent{}, err
 		}
 		if !r.busy(c) {
-			return r.describe(ctx, c)
+			s, err := r.describe(ctx, c)
+			if err == nil && s.Ended != "" && r.ctx.Err() == nil && !r.halting.Load() {
+				// Its answer is taken: it is not delivered too (as a
+				// den started again would, the answer being owed).
+				r.settle(ctx, id, s.Ended)
+			}
+			return s, err
 		}
 		select {
 		case <-ended:
@@ -502,6 +526,11 @@ func (r *Runtime) RunSubagent(ctx context.Context, parent string, o SpawnOptions
 		r.subs.mu.Lock()
 		r.subs.kid(c.ID).report = true
 		r.subs.mu.Unlock()
+		// Should it have ended meanwhile, its answer is owed all the
+		// same: a watching runtime delivers it.
+		if err := r.st.SetReport(context.WithoutCancel(ctx), c.ID, true); err != nil {
+			r.log.Warn("sub-agent", "session", c.ID, "err", err)
+		}
 	}
 	return s, err
 }
@@ -526,15 +555,27 @@ func (r *Runtime) Steer(ctx context.Context, parent, id, text string) (Sent, err
 			return Sent{}, err
 		}
 	}
+	st, err := r.st.SubagentState(ctx, c.ID)
+	if err != nil {
+		return Sent{}, err
+	}
+	// A new round: the answer it gives next is owed, if it reports (as
+	// it did before den was started again, too).
+	if err := r.st.OweAnswer(ctx, c.ID); err != nil {
+		return Sent{}, err
+	}
 	r.subs.mu.Lock()
 	k := r.subs.kid(c.ID)
-	k.parent, k.pending = parent, true
+	k.parent, k.pending, k.report = parent, true, st.Reports
 	r.subs.mu.Unlock()
 	sent, err := r.Send(ctx, c.ID, Message{Text: text, From: parent}, r.childOptions(parent, prof))
 	if err != nil || sent.Queued && !r.Running(c.ID) {
 		r.subs.mu.Lock()
 		k.pending = false
 		r.subs.mu.Unlock()
+	}
+	if err != nil {
+		r.settle(ctx, c.ID, store.EndedNone)
 	}
 	return sent, err
 }
@@ -553,6 +594,9 @@ func (r *Runtime) CancelSubagent(ctx context.Context, parent, id string) (Subage
 	r.subs.mu.Lock()
 	r.subs.kid(c.ID).report = false
 	r.subs.mu.Unlock()
+	if err := r.st.SetReport(ctx, c.ID, false); err != nil {
+		return Subagent{}, err
+	}
 	r.Cancel(c.ID)
 	wctx, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
@@ -576,13 +620,19 @@ func (r *Runtime) cancelSubagents(session string) {
 	}
 	r.subs.mu.Unlock()
 	for _, id := range ids {
+		// Its answer stays in its session, whenever den starts again.
+		if err := r.st.SetReport(context.WithoutCancel(r.ctx), id, false); err != nil {
+			r.log.Warn("sub-agent", "session", id, "err", err)
+		}
 		r.Cancel(id)
 	}
 }
 
 // subagentEnded is told that a session's worker ended with out: a
 // sub-agent's answer goes to its parent (when it reports and its
-// parent's turn still runs here), and those waiting for it are woken.
+// parent's turn still runs here, or it was adopted), and those waiting
+// for it are woken. Its answer is owed no more, unless den stops: a
+// den started again delivers it.
 func (r *Runtime) subagentEnded(id string, out Outcome) {
 	r.subs.mu.Lock()
 	k := r.subs.kids[id]
@@ -590,18 +640,32 @@ func (r *Runtime) subagentEnded(id string, out Outcome) {
 		r.subs.mu.Unlock()
 		return
 	}
-	k.ended, k.err = endedAs(out.Err), ""
-	if out.Err != nil {
-		k.err = out.Err.Error()
-	}
-	report := k.pending && k.report && k.waiters == 0 && k.ended != "canceled"
-	parent := k.parent
+	ended := r.endedAs(out.Err)
+	pending, owes := k.pending, k.pending && k.report && k.waiters == 0 && ended != store.EndedCanceled
+	parent, adopted := k.parent, k.adopted
 	r.subs.mu.Unlock()
-	if report && r.Running(parent) {
-		r.report(id, parent, out)
+	ctx := context.WithoutCancel(r.ctx)
+	stopping := r.ctx.Err() != nil || r.halting.Load()
+	switch {
+	case !pending:
+	case ended == store.EndedInterrupted:
+		// den stops: what it owes (word of that) is delivered when den
+		// starts again.
+	case owes && (adopted || r.Running(parent)):
+		// If den stops first, it stays owed.
+		if err := r.report(ctx, id, parent, ended); err != nil && !errors.Is(err, ErrClosed) {
+			r.log.Warn("sub-agent report", "session", id, "parent", parent, "err", err)
+		}
+	case owes && stopping:
+		// Its parent's turn stopped waiting for it because den stops:
+		// it is delivered when den starts again.
+	default:
+		// Someone waited for it, it was canceled, or its parent's turn
+		// is gone: its answer stays in its session.
+		r.settle(ctx, id, ended)
 	}
 	r.subs.mu.Lock()
-	k.pending = false
+	k.pending, k.adopted = false, false
 	if r.subs.ended != nil {
 		close(r.subs.ended)
 		r.subs.ended = nil
@@ -610,47 +674,167 @@ func (r *Runtime) subagentEnded(id string, out Outcome) {
 	r.wake(parent)
 }
 
-// endedAs names how a run ended.
-func endedAs(err error) string {
-	switch {
-	case err == nil:
-		return "done"
-	case errors.Is(err, agent.ErrCanceled), errors.Is(err, context.Canceled), errors.Is(err, agent.ErrHalted):
-		return "canceled"
-	case errors.Is(err, agent.ErrBudget):
-		return "budget"
+// parentEnded is told that a session's worker ended with its run
+// stopped or failed, not waiting for the sub-agents it spawned: their
+// answers stay in their sessions, unless den stops (a den started
+// again delivers them then, the parent's turn having been interrupted).
+func (r *Runtime) parentEnded(id string) {
+	if r.ctx.Err() != nil || r.halting.Load() {
+		return
 	}
-	return "error"
+	r.subs.mu.Lock()
+	var ids []string
+	for kid, k := range r.subs.kids {
+		if k.parent == id && k.pending && k.report {
+			ids = append(ids, kid)
+		}
+	}
+	r.subs.mu.Unlock()
+	ctx := context.WithoutCancel(r.ctx)
+	for _, kid := range ids {
+		if st, err := r.st.SubagentState(ctx, kid); err != nil {
+			r.log.Warn("sub-agent", "session", kid, "err", err)
+		} else if st.Owed {
+			r.settle(ctx, kid, st.Ended)
+		}
+	}
 }
 
-// report delivers a sub-agent's answer into its parent's conversation,
-// as a message from the sub-agent's session.
-func (r *Runtime) report(id, parent string, out Outcome) {
-	ctx := context.WithoutCancel(r.ctx)
-	c, err := r.st.GetSession(ctx, id)
+// settle says what a sub-agent's run that ended so owes its parent is
+// owed no more.
+func (r *Runtime) settle(ctx context.Context, id, ended string) {
+	if _, err := r.st.SettleAnswer(context.WithoutCancel(ctx), id, ended); err != nil {
+		r.log.Warn("sub-agent", "session", id, "err", err)
+	}
+}
+
+// endedAs names how a run ended (a store.Ended… value): a run
+// canceled because den stops was interrupted.
+func (r *Runtime) endedAs(err error) string {
+	switch {
+	case err == nil:
+		return store.EndedDone
+	case errors.Is(err, agent.ErrHalted):
+		return store.EndedInterrupted
+	case errors.Is(err, agent.ErrCanceled), errors.Is(err, context.Canceled):
+		if r.ctx.Err() != nil || r.halting.Load() {
+			return store.EndedInterrupted
+		}
+		return store.EndedCanceled
+	case errors.Is(err, agent.ErrBudget):
+		return store.EndedBudget
+	}
+	return store.EndedError
+}
+
+// beginSubagentRun records in the store that a run of a sub-agent
+// begins (a den that dies during it leaves it so), and adopts one
+// whose answer is owed but that this process did not start: a den
+// that stopped did. It returns the sub-agent's state before.
+func (r *Runtime) beginSubagentRun(ctx context.Context, sess store.Session) store.SubagentState {
+	if sess.Parent == "" {
+		return store.SubagentState{}
+	}
+	st, err := r.st.SubagentState(ctx, sess.ID)
 	if err != nil {
-		r.log.Warn("sub-agent report", "session", id, "err", err)
+		r.log.Warn("sub-agent run", "session", sess.ID, "err", err)
+		return st
+	}
+	if st.Owed {
+		r.subs.mu.Lock()
+		if k := r.subs.kid(sess.ID); !k.pending {
+			k.parent, k.report, k.pending, k.adopted = sess.Parent, true, true, true
+		}
+		r.subs.mu.Unlock()
+	}
+	if err := r.st.SetEnded(ctx, sess.ID, store.EndedRunning, ""); err != nil {
+		r.log.Warn("sub-agent run", "session", sess.ID, "err", err)
+	}
+	return st
+}
+
+// endSubagentRun records how a run of a sub-agent ended (with err), or,
+// when it did not run after all, puts back how the one before ended.
+func (r *Runtime) endSubagentRun(sess store.Session, before store.SubagentState, err error, ran bool) {
+	if sess.Parent == "" {
 		return
 	}
-	s, err := r.describe(ctx, c)
+	ended, text := before.Ended, before.Error
+	if ran {
+		ended, text = r.endedAs(err), ""
+		if err != nil {
+			text = err.Error()
+		}
+	}
+	if err := r.st.SetEnded(context.WithoutCancel(r.ctx), sess.ID, ended, text); err != nil {
+		r.log.Warn("sub-agent run", "session", sess.ID, "err", err)
+	}
+}
+
+// errNotOwed is an answer that was delivered, or settled, meanwhile.
+var errNotOwed = errors.New("the sub-agent's answer is owed no more")
+
+// report delivers the answer of a sub-agent's run that ended (as
+// ended) into its parent's conversation, as a message from the
+// sub-agent's session.
+func (r *Runtime) report(ctx context.Context, id, parent, ended string) error {
+	c, err := r.st.GetSession(ctx, id)
 	if err != nil {
-		r.log.Warn("sub-agent report", "session", id, "err", err)
-		return
+		return err
+	}
+	st, err := r.st.SubagentState(ctx, id)
+	if err != nil {
+		return err
+	}
+	answer, err := r.lastAnswer(ctx, id)
+	if err != nil {
+		return err
 	}
 	head := "Sub-agent " + id
 	if c.Profile != "" {
 		head += " (profile " + c.Profile + ")"
 	}
 	switch {
-	case out.Err == nil:
+	case st.Error == "":
 		head += " finished."
 	default:
-		head += " stopped: " + out.Err.Error() + "."
+		head += " stopped: " + st.Error + "."
 	}
-	answer := s.Answer
 	if answer == "" {
 		answer = "(it gave no answer)"
 	}
+	return r.deliver(ctx, store.Answer{Subagent: id, Run: ended, Message: store.Queued{Session: parent, Text: head + "\n\n" + answer}})
+}
+
+// reportInterrupted tells a sub-agent's parent that den stopped during
+// the sub-agent's run (ended: store.EndedRunning when den died, else
+// store.EndedInterrupted), and how to go on.
+func (r *Runtime) reportInterrupted(ctx context.Context, c store.Session, ended string) error {
+	answer, err := r.lastAnswer(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	head := "Sub-agent " + c.ID
+	if c.Profile != "" {
+		head += " (profile " + c.Profile + ")"
+	}
+	text := head + " was interrupted: den stopped during its run, before it gave its answer. " +
+		"What it did is in its session (den-agent status " + c.ID + "). " +
+		"To go on, den-agent steer " + c.ID + " MESSAGE runs it again with your message; or spawn a new sub-agent for the task."
+	if answer != "" {
+		text += "\n\nIts last message before den stopped:\n\n" + answer
+	}
+	return r.deliver(ctx, store.Answer{Subagent: c.ID, Run: ended, Ended: store.EndedInterrupted, Error: "den stopped during its run",
+		Message: store.Queued{Session: c.Parent, Text: text}})
+}
+
+// deliver sends a sub-agent's answer to its parent, queued in the
+// transaction that records its delivery (so it is delivered once,
+// however den stops): the parent's running worker takes it at its next
+// turn boundary, a parent nobody runs runs with it. An answer owed no
+// more is not delivered, and no error.
+func (r *Runtime) deliver(ctx context.Context, a store.Answer) error {
+	parent := a.Message.Session
 	r.mu.Lock()
 	var opts TurnOptions
 	if l := r.live[parent]; l != nil {
@@ -658,9 +842,88 @@ func (r *Runtime) report(id, parent string, out Outcome) {
 	}
 	r.mu.Unlock()
 	opts.IfBusy = Queue
-	if _, err := r.Send(ctx, parent, Message{Text: head + "\n\n" + answer, From: id}, opts); err != nil {
-		r.log.Warn("sub-agent report", "session", id, "parent", parent, "err", err)
+	put := func(ctx context.Context, _ store.Session, m Message) (store.Queued, error) {
+		a.Message.Text, a.Message.FromSession = m.Text, a.Subagent
+		q, ok, err := r.st.DeliverAnswer(ctx, a)
+		if err == nil && !ok {
+			err = errNotOwed
+		}
+		return q, err
 	}
+	_, err := r.send(ctx, parent, Message{Text: a.Message.Text, From: a.Subagent}, opts, put)
+	if errors.Is(err, errNotOwed) {
+		return nil
+	}
+	return err
+}
+
+// deliverOwed delivers what sub-agents nobody runs still owe their
+// parents (parent's only, unless it is ""), as a den that stopped left
+// it: the answer of a run that ended, or word that den stopped during
+// it. A sub-agent with messages queued is left to run them (a watching
+// runtime runs it) and report as it ends; one that runs, here or in
+// another den process, or whose parent another den process runs, is
+// left to that process.
+func (r *Runtime) deliverOwed(ctx context.Context, parent string) {
+	list, err := r.st.OwedSubagents(ctx, parent)
+	if err != nil {
+		r.log.Warn("sub-agents: owed answers", "err", err)
+		return
+	}
+	// Newest first: a sub-agent's own sub-agents before it, so that
+	// their word resumes it rather than follow its own.
+	slices.Reverse(list)
+	for _, st := range list {
+		if ctx.Err() != nil || r.halting.Load() {
+			return
+		}
+		if err := r.deliverOwedBy(ctx, st); err != nil {
+			r.log.Warn("sub-agent report", "session", st.ID, "parent", st.Parent, "err", err)
+		}
+	}
+}
+
+// deliverOwedBy is deliverOwed for one sub-agent.
+func (r *Runtime) deliverOwedBy(ctx context.Context, st store.SubagentState) error {
+	r.subs.mu.Lock()
+	k := r.subs.kids[st.ID]
+	pending := k != nil && k.pending
+	r.subs.mu.Unlock()
+	if pending || st.Ended == store.EndedNone || r.Running(st.ID) {
+		return nil // this process's: it reports as it ends
+	}
+	if !r.Running(st.Parent) {
+		pl, err := r.st.LockSession(ctx, st.Parent, r.o.Holder, false)
+		if err != nil {
+			return nil // another den runs the parent, and may wait for it
+		}
+		pl.Unlock()
+	}
+	lock, err := r.st.LockSession(ctx, st.ID, r.o.Holder, false)
+	if err != nil {
+		return nil // another den runs it
+	}
+	defer lock.Unlock()
+	if q, err := r.st.QueuedMessages(ctx, st.ID); err != nil || len(q) > 0 {
+		return err // it runs them (adopted as it begins), then reports
+	}
+	if st, err = r.st.SubagentState(ctx, st.ID); err != nil || !st.Owed {
+		return err
+	}
+	c, err := r.st.GetSession(ctx, st.ID)
+	if err != nil {
+		return err
+	}
+	switch st.Ended {
+	case store.EndedNone:
+		return nil
+	case store.EndedCanceled:
+		r.settle(ctx, st.ID, st.Ended)
+		return nil
+	case store.EndedRunning, store.EndedInterrupted:
+		return r.reportInterrupted(ctx, c, st.Ended)
+	}
+	return r.report(ctx, st.ID, st.Parent, st.Ended)
 }
 
 // wake tells a session's worker waiting for its sub-agents to look

@@ -354,7 +354,7 @@ func TestSubagentTrustAndTools(t *testing.T) {
 	tr := newTestRuntime(t, cfg)
 	ctx := context.Background()
 	parent := tr.session(t)
-	wide, err := tr.st.CreateChild(ctx, parent.ID, "default", "", "wide")
+	wide, err := tr.st.CreateChild(ctx, parent.ID, "default", "", "wide", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestSubagentTrustAndTools(t *testing.T) {
 	if su.trust != permission.Full {
 		t.Errorf("a full profile under a full parent: %s", su.trust)
 	}
-	narrow, _ := tr.st.CreateChild(ctx, parent.ID, "default", "", "narrow")
+	narrow, _ := tr.st.CreateChild(ctx, parent.ID, "default", "", "narrow", false)
 	su, _ = tr.setupOf(ctx, narrow)
 	p := su.policy(permission.Policy{Trust: permission.Full, Overrides: map[string]permission.Decision{"den-config set": permission.Allow}})
 	if p.Trust != permission.Restricted {

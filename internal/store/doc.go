@@ -9,7 +9,9 @@
 //	sessions   (id PK, agent → agents, title, model, created_at, updated_at,
 //	            head → messages(session_id, id),
 //	            requests, input_tokens, output_tokens, cache_read_tokens,
-//	            cache_write_tokens, cost_micro_usd)
+//	            cache_write_tokens, cost_micro_usd, status, memory,
+//	            parent, profile, report, owed, ended, end_error,
+//	            delivered_at)
 //	messages   (id PK, session_id → sessions ON DELETE CASCADE,
 //	            parent_id → messages(session_id, id) ON DELETE CASCADE,
 //	            role CHECK user|assistant, parts JSON CHECK json_valid,
@@ -86,6 +88,12 @@
 //     transaction. Deleting a session deletes its messages and tool
 //     calls but keeps its usage rows (session_id NULL), so AgentUsage
 //     still counts what was spent.
+//   - A sub-agent's answer owed to its parent (sessions.owed) is
+//     delivered at most once: DeliverAnswer queues the message for the
+//     parent and clears owed (setting delivered_at) in one transaction,
+//     and only while the sub-agent's last run is the one the answer is
+//     for (sessions.ended), so a den that dies during it, or a second
+//     den delivering at once, delivers it once or not at all.
 //
 // # Durability and concurrency
 //

@@ -36,35 +36,44 @@ func (s *Store) Enqueue(ctx context.Context, sessionID, fromSession, text string
 // never interleaves with a turn in progress. The returned Queued has its
 // id, its creation time and the id its message will have.
 func (s *Store) EnqueueMessage(ctx context.Context, q Queued) (Queued, error) {
-	var parts sql.NullString
-	if len(q.Parts) > 0 {
-		enc, err := encodeParts(q.Parts)
-		if err != nil {
-			return Queued{}, fmt.Errorf("store: queue a message for session %s: %w", q.Session, err)
-		}
-		parts = sql.NullString{String: enc, Valid: true}
-	}
+	var out Queued
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, q.Session).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		} else if err != nil {
-			return err
-		}
-		t := now()
-		q.MessageID = newID(fromNanos(t))
-		res, err := tx.ExecContext(ctx, `INSERT INTO queue (session_id, from_session, from_agent, text, parts, message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			q.Session, q.FromSession, q.FromAgent, q.Text, parts, q.MessageID, t)
-		if err != nil {
-			return err
-		}
-		q.ID, err = res.LastInsertId()
-		q.Created = fromNanos(t)
+		var err error
+		out, err = enqueue(ctx, tx, q, now())
 		return err
 	})
 	if err != nil {
 		return Queued{}, fmt.Errorf("store: queue a message for session %s: %w", q.Session, err)
 	}
+	return out, nil
+}
+
+// enqueue adds q for its session's next turn at time t, in tx.
+func enqueue(ctx context.Context, tx *sql.Tx, q Queued, t int64) (Queued, error) {
+	var parts sql.NullString
+	if len(q.Parts) > 0 {
+		enc, err := encodeParts(q.Parts)
+		if err != nil {
+			return Queued{}, err
+		}
+		parts = sql.NullString{String: enc, Valid: true}
+	}
+	var one int
+	if err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, q.Session).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+		return Queued{}, ErrNotFound
+	} else if err != nil {
+		return Queued{}, err
+	}
+	q.MessageID = newID(fromNanos(t))
+	res, err := tx.ExecContext(ctx, `INSERT INTO queue (session_id, from_session, from_agent, text, parts, message_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		q.Session, q.FromSession, q.FromAgent, q.Text, parts, q.MessageID, t)
+	if err != nil {
+		return Queued{}, err
+	}
+	if q.ID, err = res.LastInsertId(); err != nil {
+		return Queued{}, err
+	}
+	q.Created = fromNanos(t)
 	return q, nil
 }
 

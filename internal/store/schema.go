@@ -370,6 +370,24 @@ CREATE TABLE schedule_runs (
 CREATE INDEX schedule_runs_live ON schedule_runs(status, schedule_id) WHERE status IN ('queued', 'running');
 CREATE INDEX schedule_runs_retry ON schedule_runs(retry_at) WHERE retry_at IS NOT NULL;
 `,
+	// 13: what a sub-agent owes its parent, kept so that it outlives
+	// the den process that started it. report: its answers join its
+	// parent's conversation (den-agent spawn); owed: the answer of its
+	// current or last run is still to be delivered; ended and end_error:
+	// how its last run ended ('' before one, 'running' from its start,
+	// so a den that died during it leaves 'running'); delivered_at: when
+	// the answer of its last run was queued for the parent, in the
+	// transaction that cleared owed.
+	`
+ALTER TABLE sessions ADD COLUMN report INTEGER NOT NULL DEFAULT 0 CHECK (report IN (0, 1));
+ALTER TABLE sessions ADD COLUMN owed INTEGER NOT NULL DEFAULT 0 CHECK (owed IN (0, 1));
+ALTER TABLE sessions ADD COLUMN ended TEXT NOT NULL DEFAULT ''
+	CHECK (ended = '' OR ended = 'running' OR ended = 'done' OR ended = 'canceled' OR ended = 'budget'
+	       OR ended = 'error' OR ended = 'interrupted');
+ALTER TABLE sessions ADD COLUMN end_error TEXT NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN delivered_at INTEGER;
+CREATE INDEX sessions_owed ON sessions(parent) WHERE owed = 1;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each

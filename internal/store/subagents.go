@@ -8,9 +8,11 @@ import (
 )
 
 // CreateChild starts an empty session of agent that parent started as
-// a sub-agent with profile ("" for none), and that uses model. The
-// parent must exist; the agent is created if needed.
-func (s *Store) CreateChild(ctx context.Context, parent, agent, model, profile string) (Session, error) {
+// a sub-agent with profile ("" for none), and that uses model. With
+// report, its answers join the parent's conversation, and the answer
+// of its first run is owed (see SubagentState). The parent must exist;
+// the agent is created if needed.
+func (s *Store) CreateChild(ctx context.Context, parent, agent, model, profile string, report bool) (Session, error) {
 	if agent == "" || parent == "" {
 		return Session{}, errors.New("store: create a sub-agent session: empty agent or parent")
 	}
@@ -29,8 +31,8 @@ func (s *Store) CreateChild(ctx context.Context, parent, agent, model, profile s
 		sess = Session{ID: newID(fromNanos(t)), Agent: agent, Model: model, Created: fromNanos(t), Updated: fromNanos(t),
 			Status: "idle", Parent: parent, Profile: profile}
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO sessions (id, agent, model, created_at, updated_at, parent, profile) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			sess.ID, agent, model, t, t, parent, profile)
+			`INSERT INTO sessions (id, agent, model, created_at, updated_at, parent, profile, report, owed) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sess.ID, agent, model, t, t, parent, profile, report, report)
 		return err
 	})
 	if err != nil {

@@ -1,7 +1,10 @@
 package clitest
 
 import (
+	"encoding/json"
+	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
 	"den.dev/den/internal/llm/llmtest"
@@ -77,4 +80,86 @@ func TestSpawnedSubagentReportsInDenRun(t *testing.T) {
 	if len(done) == 0 || done[len(done)-1]["text"] != "Reported: the moon is full." {
 		t.Errorf("den run ended with %v, want the parent's answer to its sub-agent's report", done)
 	}
+}
+
+// TestSubagentOfKilledServe: den serve killed with SIGKILL while a
+// spawned sub-agent runs, its parent waiting for it, is started again:
+// the parent is told, once, that its sub-agent was interrupted (and
+// how to go on), and runs with that; the sub-agent's status says so.
+// A den serve started once more tells it nothing again.
+func TestSubagentOfKilledServe(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	arg := uniqueSleep(t, 60)
+	killOnCleanup(t, "sleep", arg)
+	fake := llmtest.NewAnthropic(t)
+	fake.Respond(func(body []byte) llmtest.Turn {
+		b := string(body)
+		switch {
+		case strings.Contains(b, "You are a sub-agent"):
+			return llmtest.Turn{Text: "Looking at the moon.", Calls: []llmtest.Call{sh("c1", "sleep "+arg)}}
+		case strings.Contains(b, "tool_result"):
+			return llmtest.Turn{Text: "A scout is looking; I will tell you."}
+		}
+		return llmtest.Turn{Calls: []llmtest.Call{sh("p1", `den-agent spawn "look at the moon" -q`)}}
+	})
+	p := startServe(t, d, fake)
+	id := p.api(t, "POST", "/api/v1/sessions", map[string]any{}, http.StatusCreated)["id"].(string)
+	p.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "how is the moon?"}, http.StatusAccepted)
+	var kid string
+	waitFor(t, "a sub-agent", func() bool {
+		list := p.api(t, "GET", "/api/v1/sessions/"+id+"/subagents", nil, http.StatusOK)["subagents"].([]any)
+		if len(list) == 1 {
+			kid = list[0].(map[string]any)["id"].(string)
+		}
+		return kid != ""
+	})
+	evs, stop := p.stream(t, "/api/v1/sessions/"+kid+"/events", "")
+	until(t, evs, "tool_call", "")
+	stop()
+	waitFor(t, "the parent waits", func() bool {
+		return strings.Contains(messagesOf(t, p, id), "I will tell you.")
+	})
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+
+	after := llmtest.NewAnthropic(t)
+	after.Respond(func(body []byte) llmtest.Turn {
+		if strings.Contains(string(body), "was interrupted") && !strings.Contains(string(body), "anything else?") {
+			return llmtest.Turn{Text: "The scout was interrupted; I will send another."}
+		}
+		return llmtest.Turn{Text: "Nothing else."}
+	})
+	p2 := startServe(t, d, after)
+	waitFor(t, "the parent hears of the interruption", func() bool {
+		s := p2.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)
+		return s["status"] == "idle" && strings.Contains(messagesOf(t, p2, id), "I will send another.")
+	})
+	msgs := messagesOf(t, p2, id)
+	if !strings.Contains(msgs, "Sub-agent "+kid+" was interrupted") || !strings.Contains(msgs, "den-agent steer "+kid) {
+		t.Errorf("the parent's messages: %s", msgs)
+	}
+	sa := p2.api(t, "GET", "/api/v1/sessions/"+id+"/subagents/"+kid, nil, http.StatusOK)
+	if sa["ended"] != "interrupted" || sa["done"] != true {
+		t.Errorf("the sub-agent after the restart: ended %v, done %v", sa["ended"], sa["done"])
+	}
+	p2.cmd.Process.Signal(syscall.SIGTERM)
+	p2.cmd.Wait()
+
+	p3 := startServe(t, d, after)
+	p3.api(t, "POST", "/api/v1/sessions/"+id+"/messages", map[string]any{"text": "anything else?"}, http.StatusAccepted)
+	waitFor(t, "the parent answers", func() bool {
+		s := p3.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)
+		return s["status"] == "idle" && strings.Contains(messagesOf(t, p3, id), "Nothing else.")
+	})
+	if n := strings.Count(messagesOf(t, p3, id), "Sub-agent "+kid); n != 1 {
+		t.Errorf("the parent was told of its sub-agent %d times, want once: %s", n, messagesOf(t, p3, id))
+	}
+}
+
+// messagesOf is a session's messages as the API gives them, as JSON.
+func messagesOf(t *testing.T, p *daemonProc, id string) string {
+	t.Helper()
+	raw, _ := json.Marshal(p.api(t, "GET", "/api/v1/sessions/"+id, nil, http.StatusOK)["messages"])
+	return string(raw)
 }
