@@ -88,3 +88,70 @@ func TestScheduleRows(t *testing.T) {
 		t.Errorf("runs outlived their job: %v", runs)
 	}
 }
+
+// TestAddSlots: the alike rows of a catch-up come back as AddRuns would
+// have stored them, each with its slot and its due time as far after it;
+// a slot that has a row for the attempt keeps it (the claim), and the
+// count says so; more slots than a statement takes go in whole.
+func TestAddSlots(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	j := Schedule{Agent: "default", Kind: "every", Spec: "1m", Prompt: "p", Deliver: "none", Approvals: "deny", Misfire: "run-once",
+		Created: at, Updated: at, Accounted: at}
+	var slots []time.Time
+	for i := range 25000 {
+		slots = append(slots, at.Add(time.Duration(i+1)*time.Minute))
+	}
+	ended := at.Add(time.Duration(len(slots)+1) * time.Minute)
+	var d ScheduleDelivery
+	var taken ScheduleRun
+	err := s.UpdateSchedules(ctx, func(tx *ScheduleTx) error {
+		if err := tx.PutSchedule(&j); err != nil {
+			return err
+		}
+		d = ScheduleDelivery{Schedule: j.ID, Kind: "missed", Title: "p", Body: "p did not run", Status: "pending", Created: ended}
+		if err := tx.AddDelivery(&d); err != nil {
+			return err
+		}
+		// Slot 7 is taken already: RunNow's row, say.
+		taken = ScheduleRun{Schedule: j.ID, Slot: slots[6], Attempt: 1, Due: slots[6], Cause: "manual", Status: "queued"}
+		if ok, err := tx.AddRun(&taken); err != nil || !ok {
+			t.Fatalf("the first row: %v %v", ok, err)
+		}
+		u := ScheduleRun{Schedule: j.ID, Slot: slots[0], Attempt: 1, Due: slots[0].Add(7 * time.Second), Cause: "time",
+			Status: "missed", Reason: "den was not running", Ended: ended, Delivery: d.ID}
+		n, err := tx.AddSlots(u, slots)
+		if err != nil {
+			return err
+		}
+		if n != len(slots)-1 {
+			t.Errorf("%d rows added, want %d", n, len(slots)-1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := s.ScheduleRuns(ctx, RunQuery{Schedule: j.ID, Limit: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != len(slots) {
+		t.Fatalf("%d rows, want %d", len(runs), len(slots))
+	}
+	for i, got := range runs {
+		slot := slots[len(slots)-1-i] // newest first
+		want := ScheduleRun{ID: got.ID, Schedule: j.ID, Slot: slot, Attempt: 1, Due: slot.Add(7 * time.Second), Cause: "time",
+			Status: "missed", Reason: "den was not running", Ended: ended, Delivery: d.ID}
+		if slot.Equal(taken.Slot) {
+			want = taken
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("row of %v (-want +got):\n%s", slot, diff)
+		}
+		if i > 0 && got.ID >= runs[i-1].ID && !slot.Equal(taken.Slot) && !runs[i-1].Slot.Equal(taken.Slot) {
+			t.Fatalf("ids not in slot order: %d after %d", got.ID, runs[i-1].ID)
+		}
+	}
+}
