@@ -179,17 +179,20 @@ func settle(tx *store.ScheduleTx, j store.Schedule, now time.Time, reason string
 	if err != nil {
 		return nil // nothing can be read of the old spec
 	}
-	var rows []*store.ScheduleRun
+	var slots []time.Time
 	jit := jitter(j)
 	for s := j.Accounted; ; {
 		s = w.Next(s)
 		if s.IsZero() || s.Add(jit).After(now) {
 			break
 		}
-		rows = append(rows, &store.ScheduleRun{Schedule: j.ID, Slot: s, Attempt: 1, Due: s.Add(jit), Cause: CauseTime,
-			Status: Missed, Reason: "den was not running; " + reason, Ended: now})
+		slots = append(slots, s)
 	}
-	_, err = tx.AddRuns(rows)
+	if len(slots) == 0 {
+		return nil
+	}
+	_, err = tx.AddSlots(store.ScheduleRun{Schedule: j.ID, Slot: slots[0], Attempt: 1, Due: slots[0].Add(jit), Cause: CauseTime,
+		Status: Missed, Reason: "den was not running; " + reason, Ended: now}, slots)
 	return err
 }
 

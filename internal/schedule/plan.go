@@ -107,48 +107,90 @@ func (e *Engine) planJob(tx *store.ScheduleTx, id int64, now time.Time) (int, er
 	if err != nil {
 		return 0, err
 	}
-	rows, delivery := e.account(j, w, len(live) > 0, now)
+	a := e.account(j, w, len(live) > 0, now)
 	prev := j.Accounted
-	if len(rows) > 0 {
-		j.Accounted = rows[len(rows)-1].Slot
+	if a.slots > 0 {
+		j.Accounted = a.last
 	}
 	j.NextDue = nextDue(j, w, j.Accounted)
 	if err := tx.PutSchedule(&j); err != nil {
 		return 0, err
 	}
-	if delivery != "" {
-		d, err := newDelivery(tx, j, "missed", delivery, now)
+	if a.told != "" {
+		d, err := newDelivery(tx, j, "missed", a.told, now)
 		if err != nil {
 			return 0, err
 		}
-		for _, u := range rows {
-			if u.Status == Missed || u.Status == Skipped {
-				u.Delivery = d
-			}
+		for i := range a.idle {
+			a.idle[i].row.Delivery = d
 		}
 	}
-	if _, err := tx.AddRuns(rows); err != nil {
+	// The slots that do not run are older than those that do: rows go
+	// in in slot order, as the history's pages (by id) expect.
+	for _, g := range a.idle {
+		if _, err := tx.AddSlots(g.row, g.slots); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := tx.AddRuns(a.runs); err != nil {
 		return 0, err
 	}
-	for _, u := range rows {
-		if u.Status == Queued && u.ID != 0 {
+	for _, u := range a.runs {
+		if u.ID != 0 {
 			if err := runEvent(tx, j, *u); err != nil {
 				return 0, err
 			}
 		}
 	}
 	// The history is trimmed once a day per job, or after a catch-up.
-	if len(rows) > 1 || prev.Truncate(24*time.Hour) != j.Accounted.Truncate(24*time.Hour) {
+	if a.slots > 1 || prev.Truncate(24*time.Hour) != j.Accounted.Truncate(24*time.Hour) {
 		if err := tx.PruneRuns(j.ID, now.Add(-keepFor), keepRuns); err != nil {
 			return 0, err
 		}
 	}
-	return len(rows), nil
+	return a.slots, nil
+}
+
+// accounting is what account makes of a job's slots due at now.
+type accounting struct {
+	slots int       // how many
+	last  time.Time // the newest
+	// idle are the rows of the slots that do not run (missed,
+	// skipped), oldest first, each a run of alike rows: a catch-up
+	// after a day down may find thousands, which differ only in their
+	// slot.
+	idle []idle
+	// runs are the rows of the slots that run (queued), which are
+	// newer than every idle slot.
+	runs []*store.ScheduleRun
+	// told is the message about the idle slots ("" when there are
+	// none).
+	told string
+}
+
+// idle is slots that get alike rows: row, but each with its slot and a
+// due time as far after it.
+type idle struct {
+	row   store.ScheduleRun
+	slots []time.Time
+}
+
+// add puts u's slot in the last run of alike rows, or starts one. The
+// idle rows of one job differ only in their slot (and due time), status
+// and reason.
+func (a *accounting) add(u store.ScheduleRun) {
+	if n := len(a.idle); n > 0 {
+		if g := &a.idle[n-1]; g.row.Status == u.Status && g.row.Reason == u.Reason {
+			g.slots = append(g.slots, u.Slot)
+			return
+		}
+	}
+	a.idle = append(a.idle, idle{row: u, slots: []time.Time{u.Slot}})
 }
 
 // account makes the rows of j's slots due at now, and the text of the
-// message about those that will not run ("" when every one runs).
-func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) ([]*store.ScheduleRun, string) {
+// message about those that will not run.
+func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) accounting {
 	jit := jitter(j)
 	var slots []time.Time
 	for s := j.Accounted; ; {
@@ -159,15 +201,14 @@ func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) ([]
 		slots = append(slots, s)
 	}
 	if len(slots) == 0 {
-		return nil, ""
+		return accounting{}
 	}
 	newest := slots[len(slots)-1]
+	a := accounting{slots: len(slots), last: newest}
 	onTime := now.Sub(newest.Add(jit)) <= j.Grace
-	rows := make([]*store.ScheduleRun, len(slots))
 	var missed, skipped []time.Time
 	for i, s := range slots {
-		u := &store.ScheduleRun{Schedule: j.ID, Slot: s, Attempt: 1, Due: s.Add(jit), Cause: CauseTime}
-		rows[i] = u
+		u := store.ScheduleRun{Schedule: j.ID, Slot: s, Attempt: 1, Due: s.Add(jit), Cause: CauseTime}
 		last := i == len(slots)-1
 		late := now.Sub(u.Due)
 		switch {
@@ -191,12 +232,18 @@ func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) ([]
 			u.Status, u.Reason = Missed, e.why(u.Due)+"; the misfire policy is skip"
 			missed = append(missed, s)
 		}
-		if u.Status == Missed {
+		switch u.Status {
+		case Queued:
+			a.runs = append(a.runs, &u)
+		case Missed:
 			u.Ended = now
+			a.add(u)
+		default:
+			a.add(u)
 		}
 	}
 	if len(missed)+len(skipped) == 0 {
-		return rows, ""
+		return a
 	}
 	loc := time.UTC
 	if z, err := LoadZone(j.TZ); err == nil {
@@ -207,10 +254,10 @@ func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) ([]
 	var b strings.Builder
 	if len(missed) > 0 {
 		fmt.Fprintf(&b, "%s did not run at %s: %s.", title(j), listTimes(missed, loc), e.why(missed[len(missed)-1].Add(jit)))
-		switch {
-		case rows[len(rows)-1].Status == Queued && rows[len(rows)-1].Cause == CauseCatchUp:
+		switch r := a.runs; {
+		case len(r) > 0 && r[len(r)-1].Cause == CauseCatchUp:
 			b.WriteString(" It runs once now, late.")
-		case rows[len(rows)-1].Status == Queued:
+		case len(r) > 0:
 			b.WriteString(" It runs now for " + newest.In(loc).Format("15:04") + ".")
 		}
 	}
@@ -220,7 +267,8 @@ func (e *Engine) account(j store.Schedule, w When, busy bool, now time.Time) ([]
 		}
 		fmt.Fprintf(&b, "%s skipped %s: its previous run was still running.", title(j), listTimes(skipped, loc))
 	}
-	return rows, b.String()
+	a.told = b.String()
+	return a
 }
 
 // why says why a slot due at due did not run at its time.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -461,9 +462,9 @@ func (t *ScheduleTx) AddRun(u *ScheduleRun) (bool, error) {
 	return added[0], nil
 }
 
-// AddRuns is AddRun for each of us, inserting them in batches (a
-// catch-up after a long downtime accounts for many slots at once); it
-// reports, in order, which it inserted.
+// AddRuns is AddRun for each of us, inserting them in batches (run-all
+// queues every slot a catch-up finds); it reports, in order, which it
+// inserted.
 func (t *ScheduleTx) AddRuns(us []*ScheduleRun) ([]bool, error) {
 	const cols = 15
 	const batch = 200
@@ -505,6 +506,46 @@ func (t *ScheduleTx) AddRuns(us []*ScheduleRun) ([]bool, error) {
 		}
 	}
 	return added, nil
+}
+
+// AddSlots inserts, for each of slots that has no row for u's attempt
+// yet, a row like u but for that slot, due as long after it as u.Due is
+// after u.Slot; it reports how many it inserted, and sets no ids. It is
+// for the many alike rows of a catch-up (the slots a job missed while
+// den was down), which nothing claims to run: their slots travel as a
+// JSON array, a statement for thousands of rows, rather than every
+// column of every row as a bound value.
+func (t *ScheduleTx) AddSlots(u ScheduleRun, slots []time.Time) (int, error) {
+	const batch = 10000 // slots a statement: a bounded array of at most 200 KB
+	offset := int64(u.Due.Sub(u.Slot))
+	var list []byte
+	n := 0
+	for start := 0; start < len(slots); start += batch {
+		list = append(list[:0], '[')
+		for i, s := range slots[start:min(start+batch, len(slots))] {
+			if i > 0 {
+				list = append(list, ',')
+			}
+			list = strconv.AppendInt(list, s.UnixNano(), 10)
+		}
+		list = append(list, ']')
+		// "WHERE true" tells the parser that ON CONFLICT is the upsert's.
+		res, err := t.tx.ExecContext(t.ctx, `INSERT INTO schedule_runs (schedule_id, slot, attempt, due, cause, status, reason,
+			started, ended, session_id, cost_micro_usd, answer, retry_at, delivery_id, owner)
+			SELECT ?, value, ?, value + ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM json_each(?) WHERE true
+			ON CONFLICT (schedule_id, slot, attempt) DO NOTHING`,
+			u.Schedule, u.Attempt, offset, u.Cause, u.Status, u.Reason, nullNanos(u.Started), nullNanos(u.Ended), u.Session,
+			micros(u.CostUSD), u.Answer, nullNanos(u.RetryAt), nullID(u.Delivery), u.Owner, string(list))
+		if err != nil {
+			return n, err
+		}
+		added, err := res.RowsAffected()
+		if err != nil {
+			return n, err
+		}
+		n += int(added)
+	}
+	return n, nil
 }
 
 func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
