@@ -33,9 +33,7 @@ func state(t *testing.T, c *computer.Computer, session string) []string {
 func debianComputer(t *testing.T, m *computer.Manager, agent string) *computer.Computer {
 	t.Helper()
 	sandboxtest.Need(t, "debootstrap", "debootstrap")
-	if os.Getuid() != 0 {
-		t.Skip("debootstrap needs root (mmdebstrap serves ordinary users)")
-	}
+	sandboxtest.NeedRoot(t, "debootstrap needs root (mmdebstrap serves ordinary users)")
 	m.RootfsOptions.CacheDir = testCacheDir(t)
 	c, err := m.Computer(agent)
 	if err != nil {

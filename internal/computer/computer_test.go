@@ -199,9 +199,7 @@ func TestForkBombStaysInside(t *testing.T) {
 
 func TestDebianAptPersists(t *testing.T) {
 	sandboxtest.Need(t, "debootstrap", "debootstrap")
-	if os.Getuid() != 0 {
-		t.Skip("debootstrap needs root (mmdebstrap serves ordinary users)")
-	}
+	sandboxtest.NeedRoot(t, "debootstrap needs root (mmdebstrap serves ordinary users)")
 	m := newManager(t)
 	m.RootfsOptions.CacheDir = testCacheDir(t)
 	c, err := m.Computer("debian")

@@ -29,12 +29,7 @@ import (
 func debianBase(t testing.TB) string {
 	t.Helper()
 	sandboxtest.Need(t, "debootstrap", "debootstrap")
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the Debian computer needs debootstrap, which needs root")
-		}
-		t.Skip("the Debian base needs debootstrap as root")
-	}
+	sandboxtest.NeedRoot(t, "the Debian base needs debootstrap, which needs root")
 	arch := map[string]string{"amd64": "amd64", "arm64": "arm64"}[runtime.GOARCH]
 	out := filepath.Join(testCache(t), "debian-bookworm-"+arch+".tar")
 	defer cacheLock(t, "debian-base")()
