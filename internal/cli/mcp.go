@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/egress"
 	"den.dev/den/internal/mcpclient"
@@ -424,7 +425,8 @@ add "host": true (den mcp add --host) for one that must run on this machine.`,
 
 // mcpSet is a set of one server for den mcp tools and test: a server
 // of the computer runs in the agent's computer (provisioned if need
-// be), session "default"; host and remote ones need no computer.
+// be), session "default"; host and remote ones need no computer (a
+// confined host server, only its backend).
 func (g *globals) mcpSet(ctx context.Context, s *mcpclient.Server, agent string) (*mcpclient.Set, permission.Policy, error) {
 	cfg, err := g.config()
 	if err != nil {
@@ -440,9 +442,21 @@ func (g *globals) mcpSet(ctx context.Context, s *mcpclient.Server, agent string)
 	if err != nil {
 		return nil, policy, err
 	}
-	if s.Type == mcpclient.Stdio && (!s.Host || confined) {
-		// A host server with a policy of its own is confined through
-		// the agent's computer's backend and den's egress.
+	switch {
+	case s.Type == mcpclient.Stdio && s.Host && confined:
+		// A host server with a policy of its own is confined by the
+		// computers' backend and den's egress: the agent's computer
+		// need not exist.
+		m, _, err := g.manager()
+		if err != nil {
+			return nil, policy, err
+		}
+		comp, err := m.Computer(agent)
+		if err != nil {
+			return nil, policy, usageError{err}
+		}
+		_, o.HostNet = session.MCPStarts(comp, "default", computer.SessionOptions{}, nil)
+	case s.Type == mcpclient.Stdio && !s.Host:
 		f := computerFlags{agent: agent, session: "default"}
 		comp, so, err := f.open(ctx, g)
 		if err != nil {
