@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"den.dev/den/internal/config"
 )
 
 // room keeps a backup file from filling its disk: before the first byte
@@ -55,7 +57,7 @@ func (g *guard) ready(upper int64) error {
 	g.reserve = reserve(size)
 	if free < g.reserve || uint64(upper) > free-g.reserve {
 		return fmt.Errorf("backup: %w in %s: the backup needs up to %s, %s is free, and den leaves %s of it free (5%% of the disk, at least 1 GiB)",
-			ErrNoSpace, g.dir, sizeOf(uint64(upper)), sizeOf(free), sizeOf(g.reserve))
+			ErrNoSpace, g.dir, config.FormatBytes(upper), config.FormatBytes(int64(free)), config.FormatBytes(int64(g.reserve)))
 	}
 	g.next = g.every
 	return nil
@@ -68,7 +70,7 @@ func (g *guard) Write(p []byte) (int, error) {
 		g.next = g.written + g.every
 		if free, _, err := g.statfs(g.dir); err == nil && free < g.reserve {
 			return 0, fmt.Errorf("%w in %s: %s is free after %s written, under the %s den leaves free; the backup is stopped and removed",
-				ErrNoSpace, g.dir, sizeOf(free), sizeOf(uint64(g.written)), sizeOf(g.reserve))
+				ErrNoSpace, g.dir, config.FormatBytes(int64(free)), config.FormatBytes(g.written), config.FormatBytes(int64(g.reserve)))
 		}
 	}
 	n, err := g.w.Write(p)
@@ -79,20 +81,7 @@ func (g *guard) Write(p []byte) (int, error) {
 // full says a full disk (or quota) is one.
 func (g *guard) full(err error) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%w in %s after %s written (%w); the backup is removed", ErrNoSpace, g.dir, sizeOf(uint64(g.written)), err)
+		return fmt.Errorf("%w in %s after %s written (%w); the backup is removed", ErrNoSpace, g.dir, config.FormatBytes(g.written), err)
 	}
 	return err
-}
-
-// sizeOf says a size in bytes for people.
-func sizeOf(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"den.dev/den/internal/backup"
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/daemon"
 )
 
@@ -68,7 +69,7 @@ restoring it (to back up into a file named verify, write ./verify).`,
 				where = "standard output"
 			}
 			fmt.Fprintf(g.stderr, "den: backup written to %s: %s (%d files, %s before compression) in %s\n",
-				where, human(s.Written), s.Files, human(s.Bytes), s.Took.Round(time.Millisecond))
+				where, config.FormatBytes(s.Written), s.Files, config.FormatBytes(s.Bytes), s.Took.Round(time.Millisecond))
 			if s.Manifest.Secrets {
 				fmt.Fprintln(g.stderr, "den: the backup holds den's secrets (API keys, the token, private keys, logins): keep it where only you can read it")
 			} else if len(s.Manifest.Redacted) > 0 {
@@ -183,7 +184,7 @@ func printVerified(w io.Writer, file string, s backup.VerifySummary) {
 	if m.Sessions != nil {
 		fmt.Fprintf(w, "sessions:  %d\n", *m.Sessions)
 	}
-	fmt.Fprintf(w, "files:     %d, %s (the archive: %s)\n", s.Files, human(s.Bytes), human(s.Read))
+	fmt.Fprintf(w, "files:     %d, %s (the archive: %s)\n", s.Files, config.FormatBytes(s.Bytes), config.FormatBytes(s.Read))
 	computers := "yes"
 	if !m.Computers {
 		computers = "no (each agent gets a new one after a restore)"
@@ -254,7 +255,7 @@ user ids.`,
 			}
 			m := s.Manifest
 			fmt.Fprintf(g.stdout, "restored %d files (%s) into %s from a backup of %s made by den %s on %s\n",
-				s.Files, human(s.Bytes), data, m.Host, m.Den, m.Created.Local().Format("2006-01-02 15:04"))
+				s.Files, config.FormatBytes(s.Bytes), data, m.Host, m.Den, m.Created.Local().Format("2006-01-02 15:04"))
 			for _, note := range restoreNotes(s) {
 				fmt.Fprintln(g.stdout, "- "+note)
 			}
@@ -312,9 +313,9 @@ func (p *progress) show(pr backup.Progress) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	line := fmt.Sprintf("den: %s: %d files, %s", p.verb, pr.Files, human(pr.Done))
+	line := fmt.Sprintf("den: %s: %d files, %s", p.verb, pr.Files, config.FormatBytes(pr.Done))
 	if pr.Total > 0 {
-		line += fmt.Sprintf(" / %s (%d%%)", human(pr.Total), pr.Done*100/pr.Total)
+		line += fmt.Sprintf(" / %s (%d%%)", config.FormatBytes(pr.Total), pr.Done*100/pr.Total)
 	}
 	fmt.Fprintf(p.w, "\r\033[K%s", line)
 	p.open = true

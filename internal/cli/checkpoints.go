@@ -12,6 +12,7 @@ import (
 
 	"den.dev/den/internal/checkpoint"
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
 	"den.dev/den/internal/sandbox"
 )
 
@@ -56,12 +57,12 @@ keeps the state it replaces as a checkpoint too.`,
 			fmt.Fprintln(tw, "ID\tTAKEN\tSESSION\tTURN\tREASON\tENTRIES\tREAD\tADDED\tTOOK")
 			for _, cp := range list {
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", cp.ID, cp.Created.Local().Format("2006-01-02 15:04:05"),
-					dash(cp.Session), dash(cp.Turn), cp.Reason, cp.Entries, cp.Read, human(cp.Added), cp.Took.Round(time.Millisecond))
+					dash(cp.Session), dash(cp.Turn), cp.Reason, cp.Entries, cp.Read, config.FormatBytes(cp.Added), cp.Took.Round(time.Millisecond))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(g.stderr, "den: %d checkpoint(s); the agent's checkpoints take %s on disk\n", len(list), human(size))
+			fmt.Fprintf(g.stderr, "den: %d checkpoint(s); the agent's checkpoints take %s on disk\n", len(list), config.FormatBytes(size))
 			return nil
 		},
 	}
@@ -103,7 +104,7 @@ func computerCheckpoint(g *globals) *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "checkpoint %d of agent %s's computer: %d entries, %d file(s) read, %s added, in %s\n",
-				cp.ID, agent, cp.Entries, cp.Read, human(cp.Added), cp.Took.Round(time.Millisecond))
+				cp.ID, agent, cp.Entries, cp.Read, config.FormatBytes(cp.Added), cp.Took.Round(time.Millisecond))
 			return nil
 		},
 	}
@@ -182,7 +183,7 @@ func printChanges(w io.Writer, d checkpoint.Diff) {
 		case c.Kind == "folder":
 			detail = fmt.Sprintf("folder, %d entries", c.Entries)
 		case c.Kind == "file":
-			detail = "file, " + human(c.Size)
+			detail = "file, " + config.FormatBytes(c.Size)
 		}
 		fmt.Fprintf(w, "  %s %s (%s)\n", mark, c.Path, detail)
 	}

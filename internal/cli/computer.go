@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"den.dev/den/internal/computer"
+	"den.dev/den/internal/config"
 )
 
 func computerCmd(g *globals) *cobra.Command {
@@ -44,7 +45,7 @@ func computerList(g *globals) *cobra.Command {
 				if s.Err != nil {
 					system = "damaged: " + s.Err.Error()
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Agent, system, s.Info.Source, human(s.Bytes),
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Agent, system, s.Info.Source, config.FormatBytes(s.Bytes),
 					len(s.Sessions), s.Info.Created.Local().Format("2006-01-02 15:04"))
 			}
 			return tw.Flush()

@@ -207,9 +207,9 @@ func diskCheck(dir string) sandbox.Check {
 		return c
 	}
 	free := int64(st.Bavail) * int64(st.Bsize)
-	c.Detail = fmt.Sprintf("%s free at %s", human(free), dir)
+	c.Detail = fmt.Sprintf("%s free at %s", config.FormatBytes(free), dir)
 	if probe != filepath.Clean(dir) {
-		c.Detail = fmt.Sprintf("%s free at %s (data dir %s not created yet)", human(free), probe, dir)
+		c.Detail = fmt.Sprintf("%s free at %s (data dir %s not created yet)", config.FormatBytes(free), probe, dir)
 	}
 	c.OK = free >= warnFreeBytes
 	if free < minFreeBytes {
@@ -466,7 +466,7 @@ func browserChecks(cfg *config.Config, dataDir, agent string) []sandbox.Check {
 	case !m.Running:
 		c.Detail = "not running (Chromium starts at the agent's first browser action, and stops when idle)"
 	default:
-		c.Detail = fmt.Sprintf("%s in %d processes (resident %s, shared pages counted in each)", human(m.PSS), m.Processes, human(m.RSS))
+		c.Detail = fmt.Sprintf("%s in %d processes (resident %s, shared pages counted in each)", config.FormatBytes(m.PSS), m.Processes, config.FormatBytes(m.RSS))
 	}
 	return append(checks, c)
 }

@@ -189,7 +189,7 @@ func progressPrinter(w io.Writer) func(rootfs.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if p.Total > 0 {
-			line := fmt.Sprintf("den: %s: %s %s / %s (%d%%)", p.Stage, p.Message, human(p.Done), human(p.Total), p.Done*100/p.Total)
+			line := fmt.Sprintf("den: %s: %s %s / %s (%d%%)", p.Stage, p.Message, config.FormatBytes(p.Done), config.FormatBytes(p.Total), p.Done*100/p.Total)
 			if tty {
 				fmt.Fprintf(w, "\r\033[K%s", line)
 				inPlace = p.Done < p.Total
@@ -209,18 +209,6 @@ func progressPrinter(w io.Writer) func(rootfs.Progress) {
 		}
 		fmt.Fprintf(w, "den: %s: %s\n", p.Stage, strings.TrimSpace(p.Message))
 	}
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func execCmd(g *globals) *cobra.Command {

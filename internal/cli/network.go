@@ -114,7 +114,7 @@ refused one why. --json prints each connection as its "egress" event.`,
 					note = r.Message
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ev.Time.Local().Format("2006-01-02 15:04:05"),
-					r.Agent, short(r.Session), r.Host, r.Port, decision, r.By, human(r.Out), human(r.In), note)
+					r.Agent, short(r.Session), r.Host, r.Port, decision, r.By, config.FormatBytes(r.Out), config.FormatBytes(r.In), note)
 			}
 			return tw.Flush()
 		},

@@ -548,6 +548,20 @@ func ParseLimit(s string) (n int64, set bool, err error) {
 	return n, true, err
 }
 
+// FormatBytes writes a size for people: 1.5 GiB, 12.0 MiB, 3.2 KiB,
+// 300 B.
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // ParseBytes reads sizes such as 512M, 2GiB, 1.5G or 1048576.
 func ParseBytes(s string) (int64, error) {
 	t := strings.TrimSpace(strings.ToUpper(s))
