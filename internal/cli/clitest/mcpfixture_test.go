@@ -12,8 +12,6 @@ import (
 
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/sandbox"
-	"den.dev/den/internal/sandbox/bwrap"
-	"den.dev/den/internal/sandbox/rootfs"
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
@@ -81,23 +79,8 @@ func nodeLayer(t testing.TB) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	b, err := bwrap.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := computer.New(t.TempDir(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.RootfsOptions.CacheDir = testCache(t)
-	c, err := m.Computer("node")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := debianComputer(t, "node")
 	ctx := context.Background()
-	if _, err := c.Ensure(ctx, rootfs.Source{Kind: rootfs.Debian}, true); err != nil {
-		t.Fatal(err)
-	}
 	s, err := c.Start(ctx, "build", computer.SessionOptions{Network: true})
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +96,7 @@ func nodeLayer(t testing.TB) string {
 		s.Close()
 		t.Fatalf("copy the npm packages in: %v\n%s", err, out)
 	}
-	ids, err := m.IDs()
+	ids, err := c.Manager().IDs()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,30 @@ import (
 	"den.dev/den/internal/sandbox/sandboxtest"
 )
 
+// debianComputer is a Debian computer of agent in a data dir of its
+// own, provisioned as den does with the test cache (so that the base is
+// made once per machine).
+func debianComputer(t testing.TB, agent string) *computer.Computer {
+	t.Helper()
+	b, err := bwrap.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := computer.New(t.TempDir(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.RootfsOptions.CacheDir = testCache(t)
+	c, err := m.Computer(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Ensure(context.Background(), rootfs.Source{Kind: rootfs.Debian}, true); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // debianBase is the cached pristine Debian base (debootstrap, made once
 // per machine in the test cache), as a tar for rootfs = "tar:…".
 func debianBase(t testing.TB) string {
@@ -36,22 +60,7 @@ func debianBase(t testing.TB) string {
 	if _, err := os.Stat(out); err == nil {
 		return out
 	}
-	b, err := bwrap.New("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := computer.New(t.TempDir(), b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.RootfsOptions.CacheDir = testCache(t)
-	c, err := m.Computer("base")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Ensure(context.Background(), rootfs.Source{Kind: rootfs.Debian}, true); err != nil {
-		t.Fatal(err)
-	}
+	debianComputer(t, "base")
 	if _, err := os.Stat(out); err != nil {
 		t.Fatalf("no cached Debian base after provisioning: %v", err)
 	}
