@@ -15,6 +15,7 @@ import (
 
 	"den.dev/den/internal/config"
 	"den.dev/den/internal/llm/llmtest"
+	"den.dev/den/internal/store"
 )
 
 // gate stands between den and the fake model: it holds the first
@@ -200,15 +201,7 @@ func TestSubagentInterruptedByRestart(t *testing.T) {
 		}
 		return answer("waiting for it")
 	})
-	parent := tr.session(t)
-	if _, err := tr.Send(context.Background(), parent.ID, Message{Text: "go"}, TurnOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kid := onlyKid(t, tr, parent.ID)
-	sub := tr.Subscribe(kid, 0, nil)
-	collect(t, sub, "tool_call", "")
-	sub.Close()
-	until(t, "the parent waits", func() bool { return strings.Contains(out(t, tr, parent.ID), "waiting for it") })
+	parent, kid := spawnedAndWaiting(t, tr)
 
 	again := tr.reopen(t, cfg, func(o *Options) { o.Watch = true })
 	until(t, "the parent gets the answer of the sub-agent it steered", func() bool {
@@ -259,15 +252,7 @@ func TestSubagentResumedAfterRestart(t *testing.T) {
 		}
 		return answer("waiting for it")
 	})
-	parent := tr.session(t)
-	if _, err := tr.Send(context.Background(), parent.ID, Message{Text: "go"}, TurnOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	kid := onlyKid(t, tr, parent.ID)
-	sub := tr.Subscribe(kid, 0, nil)
-	collect(t, sub, "tool_call", "")
-	sub.Close()
-	until(t, "the parent waits", func() bool { return strings.Contains(out(t, tr, parent.ID), "waiting for it") })
+	parent, kid := spawnedAndWaiting(t, tr)
 	tr.Close()
 	if _, err := tr.st.Enqueue(context.Background(), kid, parent.ID, "hurry up"); err != nil {
 		t.Fatal(err)
@@ -281,4 +266,21 @@ func TestSubagentResumedAfterRestart(t *testing.T) {
 	if h := out(t, third, parent.ID); !strings.Contains(h, `\"answer\":\"done after all\"`) || !strings.Contains(h, `\"ended\":\"done\"`) {
 		t.Errorf("den-agent wait after the restarts:\n%s", h)
 	}
+}
+
+// spawnedAndWaiting starts a parent session whose model spawns a
+// sub-agent, and returns once the sub-agent runs a command and the
+// parent waits for its answer.
+func spawnedAndWaiting(t *testing.T, tr *testRuntime) (parent store.Session, kid string) {
+	t.Helper()
+	parent = tr.session(t)
+	if _, err := tr.Send(context.Background(), parent.ID, Message{Text: "go"}, TurnOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kid = onlyKid(t, tr, parent.ID)
+	sub := tr.Subscribe(kid, 0, nil)
+	collect(t, sub, "tool_call", "")
+	sub.Close()
+	until(t, "the parent waits", func() bool { return strings.Contains(out(t, tr, parent.ID), "waiting for it") })
+	return parent, kid
 }
