@@ -316,12 +316,14 @@ func (rs *restorer) add(e *entry) error {
 	}
 	if v, ok := h.PAXRecords[xattrRecord+capabilityXattr]; ok {
 		// For the root of the computer on this machine; den's own files
-		// are never privileged.
+		// are never privileged, and neither is a file for host root (a
+		// capability for root 0 holds for every program the host runs).
 		delete(h.PAXRecords, xattrRecord+capabilityXattr)
 		if p.kind == computerFiles {
 			in, _ := capRoot(v)
-			host, _ := rs.hostIDs(int(in), int(in))
-			h.PAXRecords[xattrRecord+capabilityXattr] = capFor(v, uint32(host))
+			if host, _ := rs.hostIDs(int(in), int(in)); host != 0 {
+				h.PAXRecords[xattrRecord+capabilityXattr] = capFor(v, uint32(host))
+			}
 		}
 	}
 	tree := rs.den
