@@ -142,16 +142,21 @@ func (t *tab) answerDialogs() {
 		if accept {
 			verb = "accepted"
 		}
+		// The note goes in before the answer: once answered, the page's
+		// script runs on and the action's result may be gathered before
+		// the answer's reply reaches this loop.
+		what := map[page.DialogType]string{page.DialogTypeAlert: "an alert", page.DialogTypeConfirm: "a confirm dialog", page.DialogTypePrompt: "a prompt", page.DialogTypeBeforeunload: "a leave-this-page dialog"}[ev.Type]
+		t.ev.mu.Lock()
+		t.ev.dialogs = appendCapped(t.ev.dialogs, fmt.Sprintf("the page showed %s %q; den %s it", what, clip(ev.Message, 300), verb))
+		t.ev.mu.Unlock()
 		ctx, cancel := context.WithTimeout(t.ctx, 5*time.Second)
 		_, err := cdp.Call(ctx, t.t, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: prompt})
 		cancel()
 		if err != nil {
-			verb = "could not answer"
+			t.ev.mu.Lock()
+			t.ev.dialogs = appendCapped(t.ev.dialogs, fmt.Sprintf("den could not answer %s %q: %v", what, clip(ev.Message, 300), err))
+			t.ev.mu.Unlock()
 		}
-		t.ev.mu.Lock()
-		what := map[page.DialogType]string{page.DialogTypeAlert: "an alert", page.DialogTypeConfirm: "a confirm dialog", page.DialogTypePrompt: "a prompt", page.DialogTypeBeforeunload: "a leave-this-page dialog"}[ev.Type]
-		t.ev.dialogs = appendCapped(t.ev.dialogs, fmt.Sprintf("the page showed %s %q; den %s it", what, clip(ev.Message, 300), verb))
-		t.ev.mu.Unlock()
 	}
 }
 
