@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -11,29 +12,48 @@ import (
 
 // skillsInUse are the skills each session has used: den saw the model
 // read a skill's SKILL.md, or the user asked for it with /NAME. From
-// then on, for the rest of the session (while den runs), the session's
-// computer may also reach the hosts the config allows the skill
-// ([agents.NAME.skills.SKILL] allow).
+// then on, for the rest of the session, the session's computer may also
+// reach the hosts the config allows the skill ([agents.NAME.skills.SKILL]
+// allow). The store keeps them across restarts; this is its cache.
 type skillsInUse struct {
 	mu sync.Mutex
-	by map[string][]string // session id → skill names
+	by map[string][]string // session id → skill names, once loaded
 }
 
-func (u *skillsInUse) add(session, name string) {
+// add notes name for session, and reports whether it is new here.
+func (u *skillsInUse) add(session, name string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.by == nil {
 		u.by = map[string][]string{}
 	}
-	if !slices.Contains(u.by[session], name) {
-		u.by[session] = append(u.by[session], name)
+	if names, ok := u.by[session]; ok && slices.Contains(names, name) {
+		return false
 	}
+	u.by[session] = append(u.by[session], name)
+	return true
 }
 
-func (u *skillsInUse) of(session string) []string {
+// of returns the skills of session, loading them with load the first
+// time.
+func (u *skillsInUse) of(session string, load func() ([]string, error)) []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return slices.Clone(u.by[session])
+	if names, ok := u.by[session]; ok {
+		return slices.Clone(names)
+	}
+	names, err := load()
+	if err != nil {
+		return nil // the next call tries again
+	}
+	if u.by == nil {
+		u.by = map[string][]string{}
+	}
+	u.by[session] = names
+	if names == nil {
+		u.by[session] = []string{}
+	}
+	return slices.Clone(names)
 }
 
 func (u *skillsInUse) forget(session string) {
@@ -46,14 +66,31 @@ func (u *skillsInUse) forget(session string) {
 // session may use it.
 func (r *Runtime) useSkill(cat *skill.Catalog, session, name string) {
 	if e, err := cat.Get(name, session, time.Now()); err == nil && e.Usable() {
-		r.skillsUsed.add(session, name)
+		r.markSkill(session, name)
 	}
+}
+
+// markSkill records that the session uses the skill name, in the store
+// too, so that its hosts stay open after den restarts.
+func (r *Runtime) markSkill(session, name string) {
+	r.skillsOf(session) // load what the store has first
+	if !r.skillsUsed.add(session, name) {
+		return
+	}
+	if err := r.st.UseSkill(context.Background(), session, name); err != nil {
+		r.log.Warn("record a skill in use", "session", session, "skill", name, "err", err)
+	}
+}
+
+// skillsOf names the skills session has used.
+func (r *Runtime) skillsOf(session string) []string {
+	return r.skillsUsed.of(session, func() ([]string, error) { return r.st.SkillsUsed(context.Background(), session) })
 }
 
 // withSkillRules is pol, the agent's policy, with the rules of the
 // skills the session uses.
 func (r *Runtime) withSkillRules(agentName, session string, pol egress.Policy) egress.Policy {
-	used := r.skillsUsed.of(session)
+	used := r.skillsOf(session)
 	if len(used) == 0 {
 		return pol
 	}

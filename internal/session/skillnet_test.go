@@ -58,8 +58,9 @@ func egressEvents(evs []store.Event, host string) []store.Event {
 
 // TestEgressSkillInUse: a skill's hosts ([agents.NAME.skills.SKILL]
 // allow) are out of the computer's reach until the session uses the
-// skill, and within it from then on, recorded as the skill's; another
-// session, which has not used it, still cannot reach them.
+// skill, and within it from then on (after den restarts too), recorded
+// as the skill's; another session, which has not used it, still cannot
+// reach them.
 func TestEgressSkillInUse(t *testing.T) {
 	weather := newTokenServer(t, "weather")
 	cfg := &config.Config{
@@ -74,7 +75,10 @@ func TestEgressSkillInUse(t *testing.T) {
 		llmtest.Turn{Text: "Sunny."},
 		// The second session.
 		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_4", Name: "shell_execute", Input: get("weather.example")}}},
-		llmtest.Turn{Text: "Blocked."})
+		llmtest.Turn{Text: "Blocked."},
+		// The first session again, after den restarted.
+		llmtest.Turn{Calls: []llmtest.Call{{ID: "toolu_5", Name: "shell_execute", Input: get("weather.example")}}},
+		llmtest.Turn{Text: "Still sunny."})
 	dir := filepath.Join(tr.dir, "agents", "default", "skills", "weather")
 	os.MkdirAll(dir, 0o755)
 	os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: weather\ndescription: Tells the weather.\n---\n\nGET http://weather.example/.\n"), 0o644)
@@ -116,6 +120,13 @@ func TestEgressSkillInUse(t *testing.T) {
 	waitSent(t)(tr.Send(context.Background(), other.ID, Message{Text: "weather?"}, TurnOptions{}))
 	if weather.hits.Load() != 1 {
 		t.Errorf("a session that did not use the skill reached its host")
+	}
+
+	// den restarts: the session still uses the skill.
+	again := tr.reopen(t, cfg, withNetwork)
+	waitSent(t)(again.Send(context.Background(), s.ID, Message{Text: "and now?"}, TurnOptions{}))
+	if weather.hits.Load() != 2 {
+		t.Errorf("after a restart, the session that used the skill got %d requests to its host through, want 1", weather.hits.Load()-1)
 	}
 }
 

@@ -88,7 +88,7 @@ func (r *Runtime) withSkill(ctx context.Context, agentName, sessionID string, m 
 	}
 	fmt.Fprintf(&b, "</skill>\nThe user asked to use the skill %q for this: follow its instructions (its other files are in %s/%s/).", name, skill.GuestDir, name)
 	cat.MarkUsed(name, now)
-	r.skillsUsed.add(sessionID, name)
+	r.markSkill(sessionID, name)
 	m.Text = b.String()
 	return m
 }

@@ -425,6 +425,17 @@ ALTER TABLE schedule_runs_14 RENAME TO schedule_runs;
 CREATE INDEX schedule_runs_live ON schedule_runs(status, schedule_id) WHERE status IN ('queued', 'running');
 CREATE INDEX schedule_runs_retry ON schedule_runs(retry_at) WHERE retry_at IS NOT NULL;
 `,
+	// 15: the skills each session has used, so that the hosts the
+	// config allows a skill stay open to the session's computer after
+	// den restarts.
+	`
+CREATE TABLE session_skills (
+	session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+	name       TEXT NOT NULL,
+	since      INTEGER NOT NULL,
+	PRIMARY KEY (session_id, name)
+) STRICT, WITHOUT ROWID;
+`,
 }
 
 // migrate brings db to SchemaVersion, one step per transaction. Each
