@@ -264,17 +264,22 @@ func TestWebApproval(t *testing.T) {
 // and joins the turn; Stop ends a turn.
 func TestWebStopAndQueue(t *testing.T) {
 	p, _ := serveWith(t, "",
-		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "sleep 6; echo slept")}},
+		// The first command waits until the test has seen the second
+		// message queued, however slow the machine.
+		llmtest.Turn{Text: "Working on it.", Calls: []llmtest.Call{sh("toolu_1", "until [ -e /workspace/go ]; do sleep 0.1; done; echo waited")}},
 		llmtest.Turn{Text: "Got your second message too."},
 		llmtest.Turn{Text: "Sleeping long.", Calls: []llmtest.Call{sh("toolu_2", "sleep 60")}},
 		llmtest.Turn{Text: "never"})
 	b := openBrowser(t, p, phoneScreen)
 	id := b.newChat()
 	b.send("first")
-	b.waitText("details.tool summary", "sleep 6")
+	b.waitText("details.tool summary", "until [ -e /workspace/go ]")
 	b.send("and also this")
 	b.waitText(".msg.queued", "and also this")
 	b.shot("queued")
+	if err := os.WriteFile(filepath.Join(p.den.AgentDir("default"), "sessions", id, "workspace", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	b.waitText(".msg.assistant .md", "Got your second message too.")
 	// The queued message joined the turn: it is a message of the
 	// session now, not queued.
