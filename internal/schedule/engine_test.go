@@ -71,6 +71,7 @@ type fakeRunner struct {
 	block    chan struct{}                              // when set, turns wait for it
 	started  chan struct{}                              // when set, told as each turn starts
 	stopped  []string                                   // sessions whose turns a stop ended
+	making   chan chan struct{}                         // when set, Session sends it a channel and waits for it to close
 }
 
 type fakeTurn struct {
@@ -80,6 +81,11 @@ type fakeTurn struct {
 }
 
 func (r *fakeRunner) Session(ctx context.Context, j store.Schedule) (string, error) {
+	if r.making != nil {
+		made := make(chan struct{})
+		r.making <- made
+		<-made
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j.Session != "" && j.SessionID != "" {

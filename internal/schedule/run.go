@@ -221,6 +221,13 @@ func (e *Engine) run(ctx context.Context, j store.Schedule, u *store.ScheduleRun
 	if err != nil {
 		e.o.Log.Warn("scheduler: the run's session not recorded", "run", u.ID, "err", err)
 	}
+	if ctx.Err() != nil {
+		// Stopped, or den stops, while the session was made: the prompt
+		// is not sent.
+		u.Status = Interrupted
+		because(u, "den stopped before the turn began")
+		return true, 0
+	}
 	t := e.o.Runner.Turn(ctx, sess, j, e.prompt(j, *u))
 	u.Answer = cut(t.Answer, maxAnswer)
 	switch {

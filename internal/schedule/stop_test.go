@@ -83,6 +83,29 @@ func TestStop(t *testing.T) {
 	}
 }
 
+// TestStopBeforeTheTurn: a run stopped while its session is being made
+// stays stopped (recording the session does not make it running again),
+// and its prompt is not sent.
+func TestStopBeforeTheTurn(t *testing.T) {
+	r := newRig(t, day(0, 0))
+	ctx := context.Background()
+	j := r.add("user", map[string]string{"in": "1m", "prompt": "never sent"})
+	r.run.making = make(chan chan struct{})
+	r.clock.Set(day(0, 1))
+	r.e.tick(ctx)
+	made := <-r.run.making
+	if _, err := r.book.Stop(ctx, "", j.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	r.e.tick(ctx)
+	close(made)
+	waitRuns(t, r.e)
+	h := r.history(j.ID)
+	if len(h) != 1 || h[0].Status != Failed || h[0].Reason != "stopped by the user" || h[0].Session != "s1" || len(r.run.Turns()) != 0 {
+		t.Errorf("%d turns; history %+v", len(r.run.Turns()), h)
+	}
+}
+
 // TestStopLeftRunning: a run left running by a den that was killed has
 // no turn to cancel; stopped, it is recorded stopped, and the next den
 // neither records it interrupted nor retries it.
