@@ -75,12 +75,12 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	for _, c := range started {
-		ctx, stop := context.WithCancelCause(e.runCtx)
+		runCtx, stop := context.WithCancelCause(e.runCtx)
 		e.mu.Lock()
 		e.running[c.u.ID] = liveRun{job: c.j.ID, stop: stop}
 		e.mu.Unlock()
 		e.wg.Add(1)
-		go e.execute(ctx, c.j, c.u)
+		go e.execute(runCtx, c.j, c.u)
 	}
 	return nil
 }
@@ -164,6 +164,8 @@ func (e *Engine) execute(ctx context.Context, j store.Schedule, u store.Schedule
 			return err
 		}
 		if row.Status != Running {
+			// A person stopped the run, which recorded how it ended:
+			// what the turn cost and answered is added to that.
 			row.Session, row.Answer, row.Ended = u.Session, u.Answer, u.Ended
 			row.CostUSD += cost
 			if err := tx.PutRun(row); err != nil {
