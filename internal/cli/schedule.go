@@ -21,7 +21,7 @@ import (
 func scheduleCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "schedule",
-		Short: "Run the agent on a schedule: list, add, show, edit, rm, pause, resume, run, history",
+		Short: "Run the agent on a schedule: list, add, show, edit, rm, pause, resume, run, stop, history",
 		Long: `A job sends a prompt to an agent at times given by a cron expression in a time
 zone (--cron "0 7 * * *" --tz Europe/Berlin), an interval (--every 2h), a
 one-shot time (--at 2026-12-24T18:00) or a countdown (--in 20m), in a fresh
@@ -35,7 +35,7 @@ docs/schedule.md says what den promises.`,
 		scheduleSimple(g, "pause", "Pause a job: its times pass without runs until resume"),
 		scheduleSimple(g, "resume", "Resume a paused job, from now"),
 		scheduleSimple(g, "run", "Run a job now (den serve starts it within a second)"),
-		scheduleHistory(g))
+		scheduleStop(g), scheduleHistory(g))
 	return c
 }
 
@@ -385,6 +385,52 @@ func scheduleSimple(g *globals, verb, short string) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func scheduleStop(g *globals) *cobra.Command {
+	var run int64
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "stop ID|NAME",
+		Short: "Stop a job's run in progress: it ends failed, stopped by the user, and is not retried",
+		Long: `Stop a job's run in progress: its history records it failed, "stopped by the user",
+at once, and it is not retried; den serve cancels its turn as cancelling its
+session does. A job that delivers its answers delivers a note that the run was
+stopped. Runs waiting to start are left (den schedule pause skips them).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withBook(g, func(b *schedule.Book) error {
+				ctx := cmd.Context()
+				id, err := jobID(ctx, b, args[0])
+				if err != nil {
+					return err
+				}
+				runs, err := b.Stop(ctx, "", id, run)
+				if errors.Is(err, schedule.ErrNotRunning) {
+					return fmt.Errorf("%w (den schedule history %d shows its runs)", err, id)
+				}
+				if err != nil {
+					return bookError(err)
+				}
+				if asJSON {
+					return printJSON(g.stdout, runs)
+				}
+				serving, _ := daemon.Serving(DataDir(g.dataDir))
+				for _, u := range runs {
+					fmt.Fprintf(g.stdout, "stopped run %d of schedule %d: %s\n", u.ID, id, u.Title)
+				}
+				if serving {
+					fmt.Fprintln(g.stdout, "den serve cancels its turn; den schedule history shows what it cost once it has ended")
+				} else {
+					fmt.Fprintln(g.stderr, "den: den serve is not running, so nothing was running the run (a den that was killed left it running): it is recorded stopped, and will not be retried")
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().Int64Var(&run, "run", 0, "stop only this run (its id, from den schedule history)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the stopped runs as JSON")
 	return c
 }
 

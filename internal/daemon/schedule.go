@@ -135,7 +135,10 @@ func (r *runner) Session(ctx context.Context, j store.Schedule) (string, error) 
 // Turn sends the prompt with the job's model, budget and turn limit.
 // Nobody watches a scheduled run: what would ask a person is denied,
 // unless the job waits for an answer from a face. It tells an ended
-// turn (the model's own end_turn) from every other end.
+// turn (the model's own end_turn) from every other end. A run the user
+// stops (ctx's cause is schedule.ErrStopped) has its turn canceled as
+// POST /api/v1/sessions/{id}/cancel does, and Turn waits for the turn
+// to end.
 func (r *runner) Turn(ctx context.Context, sessionID string, j store.Schedule, prompt string) schedule.Turn {
 	before, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
@@ -164,7 +167,11 @@ func (r *runner) Turn(ctx context.Context, sessionID string, j store.Schedule, p
 	select {
 	case o = <-sent.Done:
 	case <-ctx.Done():
-		return schedule.Turn{Interrupted: true, Reason: "den stopped during the turn"}
+		if !errors.Is(context.Cause(ctx), schedule.ErrStopped) {
+			return schedule.Turn{Interrupted: true, Reason: "den stopped during the turn"}
+		}
+		r.rt.Cancel(sessionID)
+		o = <-sent.Done
 	}
 	t := schedule.Turn{Answer: strings.TrimSpace(o.Result.Text)}
 	if after, err := r.st.GetSession(context.WithoutCancel(ctx), sessionID); err == nil {

@@ -321,6 +321,91 @@ func (b *Book) RunNow(ctx context.Context, agent string, id int64) (RunView, err
 	return runView(u, nil, j), nil
 }
 
+// Stop stops job id's run in progress (only run, when run is not 0).
+// Its row ends now, failed, "stopped by the user", and is not retried;
+// a job that delivers its answers delivers a note that the run was
+// stopped instead (one that delivers nothing delivers nothing: the
+// person who stopped it knows). den serve's scheduler, which runs the
+// run, sees the row end when the change wakes it, cancels the run's
+// turn as a person's cancel of its session does, and adds what the
+// turn cost and answered to the row once the turn has ended. A row left
+// running by a den that was killed has no turn to cancel: it is
+// recorded stopped all the same, and not retried at den's next start.
+// Runs waiting to start are left to start (pausing the job skips them).
+// Stop gives ErrNotRunning when no such run is in progress.
+func (b *Book) Stop(ctx context.Context, agent string, id, run int64) ([]RunView, error) {
+	now := b.now()
+	var j store.Schedule
+	var stopped []store.ScheduleRun
+	err := b.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) (err error) {
+		if j, err = job(tx, agent, id); err != nil {
+			return err
+		}
+		running, err := tx.Runs(j.ID, Running)
+		if err != nil {
+			return err
+		}
+		for _, u := range running {
+			if run != 0 && u.ID != run {
+				continue
+			}
+			u.Status, u.Ended, u.RetryAt = Failed, now, time.Time{}
+			because(&u, stoppedBy(agent))
+			if j.Deliver == DeliverNotify {
+				body := "The run was " + stoppedBy(agent) + "."
+				if u.Session != "" {
+					body += " Its session has what the agent did until then."
+				}
+				if u.Delivery, err = addDelivery(tx, j, "failure", title(j)+" stopped", body, u.Session, false, now); err != nil {
+					return err
+				}
+			}
+			if err := tx.PutRun(u); err != nil {
+				return err
+			}
+			if err := runEvent(tx, j, u); err != nil {
+				return err
+			}
+			stopped = append(stopped, u)
+		}
+		switch {
+		case len(stopped) == 0 && run != 0:
+			return fmt.Errorf("run %d of schedule %d is not in progress: %w", run, id, ErrNotRunning)
+		case len(stopped) == 0:
+			return fmt.Errorf("schedule %d has no run in progress: %w", id, ErrNotRunning)
+		}
+		return changed(tx, j, "stopped")
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.woke()
+	var ids []int64
+	for _, u := range stopped {
+		if u.Delivery != 0 {
+			ids = append(ids, u.Delivery)
+		}
+	}
+	ds, err := b.Store.ScheduleDeliveries(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunView, 0, len(stopped))
+	for _, u := range stopped {
+		out = append(out, runView(u, ds, j))
+	}
+	return out, nil
+}
+
+// stoppedBy is a stopped run's reason: the user's stop, or the agent's
+// (den-schedule).
+func stoppedBy(agent string) string {
+	if agent != "" {
+		return "stopped by the agent"
+	}
+	return ErrStopped.Error()
+}
+
 // List is the jobs of agent ("" for every agent), with each one's
 // newest run.
 func (b *Book) List(ctx context.Context, agent string) ([]JobView, error) {

@@ -8,7 +8,7 @@
 // When reads a when-spec and gives its slots (the times a job is
 // scheduled for), with den's rules for the clocks' changes (see
 // cronSpec.next). Book is what the faces do with jobs (add, edit,
-// remove, pause, resume, run now, list, history). Engine is the
+// remove, pause, resume, run now, stop, list, history). Engine is the
 // scheduler den serve runs: it leads per data dir, sleeps until the
 // next thing is due, accounts for due slots, runs them through a Runner
 // (the daemon's, over the session runtime) and delivers what they
@@ -29,6 +29,13 @@
 //     transaction that reads the row again. A den killed during a run
 //     leaves the row running; the next leader records it interrupted
 //     and retries it per the job's retries.
+//   - A stop is a change to the store, like the others: Book.Stop ends
+//     the run's row (failed, "stopped by the user", never retried) in
+//     its transaction, from any process; the leader that runs the run
+//     sees the row ended when the change wakes it, cancels the run's
+//     context with ErrStopped (the Runner cancels the session's turn),
+//     and adds what the turn cost and answered to the row, changing
+//     nothing else of it.
 //   - Statuses are honest: ok only when the agent ended its turn and the
 //     verification (if any) exited 0; failed with the reason otherwise.
 //     A run started late says how late, and why.

@@ -32,7 +32,10 @@ type Runner interface {
 	// j continues (made at its first run, and again if it was deleted).
 	Session(ctx context.Context, j store.Schedule) (string, error)
 	// Turn sends prompt in the session with j's model, budget and turn
-	// limit, and waits for the turn to end.
+	// limit, and waits for the turn to end. When ctx ends with
+	// ErrStopped as its cause (context.Cause: a person stopped the
+	// run), Turn cancels the session's turn as a person's cancel of the
+	// session does, and waits for it to end.
 	Turn(ctx context.Context, session string, j store.Schedule, prompt string) Turn
 	// Verify runs command in the session's computer and waits for it.
 	Verify(ctx context.Context, session, command string) Verified
@@ -142,9 +145,16 @@ type Engine struct {
 	endRuns   context.CancelFunc
 	wg        sync.WaitGroup
 	mu        sync.Mutex
-	running   map[int64]int64      // run id → job id, in this process
+	running   map[int64]liveRun    // runs in this process, by run id
 	deliverin map[int64]bool       // delivery ids being delivered
 	sessions  map[string]time.Time // sessions of runs: zero while running, else when the run ended
+}
+
+// liveRun is a run in this process: its job, and the cancel of its
+// context, which a Book.Stop of the run leads to (cancelStopped).
+type liveRun struct {
+	job  int64
+	stop context.CancelCauseFunc
 }
 
 // New makes an Engine; Run runs it.
@@ -169,7 +179,7 @@ func New(o Options) *Engine {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Engine{o: o, wake: make(chan struct{}, 1), runCtx: ctx, endRuns: cancel,
-		running: map[int64]int64{}, deliverin: map[int64]bool{}, sessions: map[string]time.Time{}}
+		running: map[int64]liveRun{}, deliverin: map[int64]bool{}, sessions: map[string]time.Time{}}
 }
 
 // Wake makes the engine look at the schedules again. It never blocks.
@@ -263,6 +273,9 @@ func (e *Engine) sleep(ctx context.Context, next time.Time) bool {
 // thing is due.
 func (e *Engine) tick(ctx context.Context) time.Time {
 	now := e.o.Clock.Now()
+	if err := e.cancelStopped(ctx); err != nil {
+		e.o.Log.Error("scheduler: stopped runs not canceled", "err", err)
+	}
 	if err := e.retry(ctx, now); err != nil {
 		e.o.Log.Error("scheduler: retries", "err", err)
 	}

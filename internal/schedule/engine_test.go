@@ -70,6 +70,8 @@ type fakeRunner struct {
 	turn     func(j store.Schedule, prompt string) Turn // nil: ended
 	block    chan struct{}                              // when set, turns wait for it
 	started  chan struct{}                              // when set, told as each turn starts
+	stopped  []string                                   // sessions whose turns a stop ended
+	making   chan chan struct{}                         // when set, Session sends it a channel and waits for it to close
 }
 
 type fakeTurn struct {
@@ -79,6 +81,11 @@ type fakeTurn struct {
 }
 
 func (r *fakeRunner) Session(ctx context.Context, j store.Schedule) (string, error) {
+	if r.making != nil {
+		made := make(chan struct{})
+		r.making <- made
+		<-made
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if j.Session != "" && j.SessionID != "" {
@@ -100,6 +107,14 @@ func (r *fakeRunner) Turn(ctx context.Context, session string, j store.Schedule,
 		select {
 		case <-block:
 		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrStopped) {
+				// As den serve's runner: the session's turn is canceled,
+				// and ends.
+				r.mu.Lock()
+				r.stopped = append(r.stopped, session)
+				r.mu.Unlock()
+				return Turn{Reason: "a person stopped the turn", Answer: "halfway", CostUSD: 0.02}
+			}
 			return Turn{Interrupted: true, Reason: "den stopped during the run"}
 		}
 	}

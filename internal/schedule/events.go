@@ -9,13 +9,13 @@ import "time"
 // them from /api/v1/events, and den serve's scheduler wakes on
 // "schedule".
 
-// Changed says a job was added, changed, removed, paused, resumed or
-// asked to run now: event "schedule".
+// Changed says a job was added, changed, removed, paused, resumed,
+// asked to run now, or its run was stopped: event "schedule".
 type Changed struct {
 	Schedule int64  `json:"schedule_id"`
 	Agent    string `json:"agent"`
 	Name     string `json:"name"`
-	Change   string `json:"change"` // added, changed, removed, paused, resumed, run
+	Change   string `json:"change"` // added, changed, removed, paused, resumed, run, stopped
 }
 
 // Type is the event's type.

@@ -95,6 +95,15 @@ type Params struct {
 // ErrBadParams wraps every refusal of a job's settings.
 var ErrBadParams = errors.New("bad schedule")
 
+// ErrNotRunning is what Stop gives for a job with no run in progress
+// (or whose run named is not in progress).
+var ErrNotRunning = errors.New("nothing to stop")
+
+// ErrStopped is the cause a run's context is canceled with when a
+// person stops the run (Book.Stop): the Runner ends the run's turn as
+// a person's cancel of its session does.
+var ErrStopped = errors.New("stopped by the user")
+
 func bad(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrBadParams, fmt.Sprintf(format, args...))
 }

@@ -16,7 +16,8 @@ const maxAnswer = 16 << 10
 // start claims the queued runs there is room for, the earliest due
 // first, at most one per job at a time, and starts them. A claim is the
 // row's change from queued to running, in a write transaction that
-// reads the row again: it happens once.
+// reads the row again: it happens once. A job whose stopped run still
+// winds down here counts as running.
 func (e *Engine) start(ctx context.Context) error {
 	type claimed struct {
 		j store.Schedule
@@ -38,6 +39,9 @@ func (e *Engine) start(ctx context.Context) error {
 		}
 		e.mu.Lock()
 		room := e.o.MaxRunning - len(e.running)
+		for _, r := range e.running {
+			busy[r.job] = true
+		}
 		e.mu.Unlock()
 		now := e.o.Clock.Now()
 		for _, u := range queued {
@@ -71,25 +75,75 @@ func (e *Engine) start(ctx context.Context) error {
 		return err
 	}
 	for _, c := range started {
+		runCtx, stop := context.WithCancelCause(e.runCtx)
 		e.mu.Lock()
-		e.running[c.u.ID] = c.j.ID
+		e.running[c.u.ID] = liveRun{job: c.j.ID, stop: stop}
 		e.mu.Unlock()
 		e.wg.Add(1)
-		go e.execute(c.j, c.u)
+		go e.execute(runCtx, c.j, c.u)
 	}
 	return nil
 }
 
-// execute runs a claimed run and records how it ended.
-func (e *Engine) execute(j store.Schedule, u store.ScheduleRun) {
+// cancelStopped cancels, with ErrStopped as the cause, the runs of this
+// engine whose rows ended while they ran: a person stopped them
+// (Book.Stop, in this process or another). A run whose row went with
+// its job (Remove) goes on.
+func (e *Engine) cancelStopped(ctx context.Context) error {
+	e.mu.Lock()
+	ids := make([]int64, 0, len(e.running))
+	for id := range e.running {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
+	var stopped []int64
+	err := e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
+		stopped = stopped[:0]
+		for _, id := range ids {
+			u, err := tx.Run(id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if u.Status != Running {
+				stopped = append(stopped, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range stopped {
+		if r, ok := e.running[id]; ok {
+			e.o.Log.Info("scheduler: run stopped", "schedule", r.job, "run", id)
+			r.stop(ErrStopped)
+		}
+	}
+	return nil
+}
+
+// execute runs a claimed run and records how it ended: as run says,
+// or, for a run a person stopped meanwhile, as the stop recorded it,
+// with what the turn cost and answered.
+func (e *Engine) execute(ctx context.Context, j store.Schedule, u store.ScheduleRun) {
 	defer e.wg.Done()
 	defer e.Wake()
 	defer func() {
 		e.mu.Lock()
-		delete(e.running, u.ID)
+		if r, ok := e.running[u.ID]; ok {
+			r.stop(nil)
+			delete(e.running, u.ID)
+		}
 		e.mu.Unlock()
 	}()
-	ctx := e.runCtx
 	retryable, cost := e.run(ctx, j, &u)
 	u.Ended = e.o.Clock.Now()
 	e.mu.Lock()
@@ -104,6 +158,21 @@ func (e *Engine) execute(j store.Schedule, u store.ScheduleRun) {
 		}
 		if err != nil {
 			return err
+		}
+		row, err := tx.Run(u.ID)
+		if err != nil {
+			return err
+		}
+		if row.Status != Running {
+			// A person stopped the run, which recorded how it ended:
+			// what the turn cost and answered is added to that.
+			row.Session, row.Answer, row.Ended = u.Session, u.Answer, u.Ended
+			row.CostUSD += cost
+			if err := tx.PutRun(row); err != nil {
+				return err
+			}
+			u = row
+			return runEvent(tx, cur, row)
 		}
 		return e.finish(tx, cur, &u, retryable, cost, u.Ended)
 	})
@@ -140,13 +209,26 @@ func (e *Engine) run(ctx context.Context, j store.Schedule, u *store.ScheduleRun
 				return err
 			}
 		}
-		if err := tx.PutRun(*u); err != nil {
+		// The row is read again: a person may have stopped the run.
+		row, err := tx.Run(u.ID)
+		if err != nil {
 			return err
 		}
-		return runEvent(tx, cur, *u)
+		row.Session = sess
+		if err := tx.PutRun(row); err != nil {
+			return err
+		}
+		return runEvent(tx, cur, row)
 	})
 	if err != nil {
 		e.o.Log.Warn("scheduler: the run's session not recorded", "run", u.ID, "err", err)
+	}
+	if ctx.Err() != nil {
+		// Stopped, or den stops, while the session was made: the prompt
+		// is not sent.
+		u.Status = Interrupted
+		because(u, "den stopped before the turn began")
+		return true, 0
 	}
 	t := e.o.Runner.Turn(ctx, sess, j, e.prompt(j, *u))
 	u.Answer = cut(t.Answer, maxAnswer)

@@ -164,7 +164,8 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// scheduleAction answers POST /api/v1/schedules/{id}/{pause,resume,run}.
+// scheduleAction answers POST /api/v1/schedules/{id}/{pause,resume,run,stop};
+// stop takes ?run= (a run's id) to stop only that run.
 func (s *Server) scheduleAction(w http.ResponseWriter, r *http.Request) error {
 	b, id, err := s.bookJob(r)
 	if err != nil {
@@ -189,8 +190,20 @@ func (s *Server) scheduleAction(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		return reply.JSON(w, http.StatusAccepted, u)
+	case "stop":
+		var run int64
+		if v := r.URL.Query().Get("run"); v != "" {
+			if run, err = strconv.ParseInt(v, 10, 64); err != nil || run < 1 {
+				return badRequest("run %q: want a run's id", v)
+			}
+		}
+		runs, err := b.Stop(r.Context(), "", id, run)
+		if err != nil {
+			return err
+		}
+		return reply.JSON(w, http.StatusOK, map[string]any{"runs": runs})
 	}
-	return notFound("no action %q: want pause, resume or run", r.PathValue("action"))
+	return notFound("no action %q: want pause, resume, run or stop", r.PathValue("action"))
 }
 
 // scheduleRuns answers the history of one job ({id}) or of every job

@@ -2,11 +2,14 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"den.dev/den/internal/schedule"
+	"den.dev/den/internal/store"
 )
 
 // TestScheduleRoutes: a job is added, read, listed, changed, paused,
@@ -80,7 +83,7 @@ func TestScheduleRoutes(t *testing.T) {
 		{"PATCH", path, `{"agent": "other"}`, 400, "agent cannot change"},
 		{"GET", "/api/v1/schedules/999", "", 404, "no schedule 999"},
 		{"GET", "/api/v1/schedules/x", "", 404, "no schedule"},
-		{"POST", path + "/explode", "", 404, "want pause, resume or run"},
+		{"POST", path + "/explode", "", 404, "want pause, resume, run or stop"},
 		{"GET", path + "/runs?limit=0", "", 400, "limit"},
 	} {
 		if code, body := a.do(tc.method, tc.path, tc.body); code != tc.code || !strings.Contains(body, tc.want) {
@@ -116,4 +119,45 @@ func TestScheduleRoutes(t *testing.T) {
 func jsonNumber(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestScheduleStop: POST /api/v1/schedules/{id}/stop stops the job's
+// run in progress (?run= only that run) and answers the stopped runs,
+// failed, "stopped by the user", with no retry; a job with no run in
+// progress is a 409 that says so, a run id that is not one a 400.
+func TestScheduleStop(t *testing.T) {
+	a := newAPI(t, "", func(o *Options) { o.Schedules = &schedule.Book{Store: o.Store} })
+	var j schedule.JobView
+	a.call("POST", "/api/v1/schedules", `{"name": "loop", "every": "1h", "prompt": "loop", "retries": 2}`, http.StatusCreated, &j)
+	path := fmt.Sprintf("/api/v1/schedules/%d", j.ID)
+	if msg := a.fails("POST", path+"/stop", "", http.StatusConflict, "not_running"); !strings.Contains(msg, "no run in progress") {
+		t.Errorf("stop with nothing running: %q", msg)
+	}
+	// A run queued, then claimed as den serve's scheduler claims it.
+	var queued schedule.RunView
+	a.call("POST", path+"/run", "", http.StatusAccepted, &queued)
+	a.fails("POST", path+"/stop", "", http.StatusConflict, "not_running")
+	err := a.st.UpdateSchedules(t.Context(), func(tx *store.ScheduleTx) error {
+		u, err := tx.Run(queued.ID)
+		if err != nil {
+			return err
+		}
+		u.Status, u.Started, u.Owner = schedule.Running, time.Now(), "den serve pid 1"
+		return tx.PutRun(u)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.fails("POST", fmt.Sprintf("%s/stop?run=%d", path, queued.ID+1), "", http.StatusConflict, "not_running")
+	a.fails("POST", path+"/stop?run=x", "", http.StatusBadRequest, "bad_request")
+	var got struct {
+		Runs []schedule.RunView `json:"runs"`
+	}
+	a.call("POST", fmt.Sprintf("%s/stop?run=%d", path, queued.ID), "", http.StatusOK, &got)
+	if len(got.Runs) != 1 || got.Runs[0].ID != queued.ID || got.Runs[0].Status != schedule.Failed ||
+		got.Runs[0].Reason != "stopped by the user" || got.Runs[0].Ended == nil || got.Runs[0].RetryAt != nil ||
+		got.Runs[0].Delivery != schedule.DeliveryPending {
+		t.Errorf("stopped: %+v", got.Runs)
+	}
+	a.fails("POST", path+"/stop", "", http.StatusConflict, "not_running")
 }

@@ -307,6 +307,8 @@ func errorFor(err error) *apiError {
 		return &apiError{http.StatusGone, "expired", err.Error()}
 	case errors.Is(err, store.ErrSessionBusy):
 		return &apiError{http.StatusConflict, "busy", err.Error()}
+	case errors.Is(err, schedule.ErrNotRunning):
+		return &apiError{http.StatusConflict, "not_running", err.Error()}
 	case errors.Is(err, session.ErrNoCheckpoint), errors.Is(err, checkpoint.ErrNotFound):
 		return &apiError{http.StatusNotFound, "not_found", err.Error()}
 	case errors.Is(err, computer.ErrInUse):

@@ -410,3 +410,64 @@ func BenchmarkScheduleDueStart(b *testing.B) {
 	b.ReportMetric(float64(late.Microseconds())/float64(n)/1000, "ms-late")
 	b.ReportMetric(float64(toModel.Microseconds())/float64(n)/1000, "ms-to-model")
 }
+
+// TestScheduleStopRun: den schedule stop, a process apart from den
+// serve, stops a job's run whose agent runs a command that would run
+// for ten minutes: den serve cancels the turn (the command ends, the
+// session runs no turn), the run is failed, "stopped by the user", with
+// what the turn cost, and is not retried; its delivery says it was
+// stopped. With no run in progress, den schedule stop fails and says
+// so.
+func TestScheduleStopRun(t *testing.T) {
+	d := newDen(t)
+	serveConfig(t, d, "")
+	sleep := uniqueSleep(t, 600)
+	killOnCleanup(t, "sleep", sleep)
+	fake := llmtest.NewAnthropic(t, llmtest.Turn{Calls: []llmtest.Call{sh("toolu_loop", "sleep "+sleep)}, InputTokens: 1000, OutputTokens: 100},
+		llmtest.Turn{Text: "never asked"})
+	p := startServe(t, d, fake)
+	evs, stop := p.stream(t, "/api/v1/events", "")
+	defer stop()
+	j := addJob(t, d, "--in", "1s", "--name", "loop", "--retries", "2", "loop forever")
+	if r := d.Run("schedule", "stop", "loop"); r.Code == 0 || !strings.Contains(r.Stderr, "has no run in progress") {
+		t.Errorf("den schedule stop before the run: %s", r)
+	}
+	if pids := WaitProcs(1, "sleep", sleep); len(pids) != 1 {
+		t.Fatalf("the run's command never started: %v\n%s", pids, p.stderr)
+	}
+
+	r := d.MustRun("schedule", "stop", "loop")
+	if !strings.Contains(r.Stdout, "stopped run") || !strings.Contains(r.Stdout, "den serve cancels its turn") {
+		t.Errorf("den schedule stop: %s", r)
+	}
+	if left := WaitNoProcs("sleep", sleep); len(left) > 0 {
+		t.Errorf("the stopped run's command still runs: %v", left)
+	}
+	h := waitHistory(t, d, j.ID, "the stopped run's cost", func(h []schedule.RunView) bool {
+		return final(h) && h[0].CostUSD > 0
+	})
+	u := h[0]
+	if len(h) != 1 || u.Status != schedule.Failed || u.Reason != "stopped by the user" || u.RetryAt != nil || u.Session == "" ||
+		u.Delivery != schedule.DeliveryDelivered {
+		t.Errorf("the stopped run: %+v", h)
+	}
+	sess := p.api(t, "GET", "/api/v1/sessions/"+u.Session, nil, http.StatusOK)
+	if sess["running"] != false || sess["status"] != "interrupted" {
+		t.Errorf("the stopped run's session: running %v, status %v", sess["running"], sess["status"])
+	}
+	for {
+		got := until(t, evs, "schedule_delivery", "")
+		if e := got[len(got)-1]; e.Data["kind"] == "failure" {
+			if e.Data["title"] != "loop stopped" || !strings.Contains(e.Data["body"].(string), "stopped by the user") {
+				t.Errorf("the stop's delivery: %s", e.Raw)
+			}
+			break
+		}
+	}
+	if r := d.Run("schedule", "stop", jsonID(j.ID)); r.Code == 0 || !strings.Contains(r.Stderr, "has no run in progress") {
+		t.Errorf("den schedule stop after the stop: %s", r)
+	}
+	if n := len(fake.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1: the turn went on, or the run was retried", n)
+	}
+}

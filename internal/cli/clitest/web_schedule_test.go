@@ -14,11 +14,15 @@ import (
 // form, shows it run (its last run ok, the answer as a note on the
 // page), its history (scheduled, started, status, delivery, cost) with
 // a link to the run's session; pauses and resumes a job, runs it now,
-// and removes it.
+// and removes it; stops a job's run in progress.
 func TestWebSchedules(t *testing.T) {
 	d := newDen(t)
 	serveConfig(t, d, "")
-	p := startServe(t, d, llmtest.NewAnthropic(t, llmtest.Turn{Text: "Three new posts today.", InputTokens: 100, OutputTokens: 10}))
+	sleep := uniqueSleep(t, 600)
+	killOnCleanup(t, "sleep", sleep)
+	posts := llmtest.Turn{Text: "Three new posts today.", InputTokens: 100, OutputTokens: 10}
+	p := startServe(t, d, llmtest.NewAnthropic(t, posts, posts,
+		llmtest.Turn{Calls: []llmtest.Call{sh("toolu_loop", "sleep "+sleep)}}, llmtest.Turn{Text: "never asked"}))
 	b := openBrowser(t, p, phoneScreen)
 	b.openSidebar(phoneScreen)
 	b.run(chromedp.Click(chromedp.CSS(`.schedules-open`)))
@@ -96,4 +100,24 @@ func TestWebSchedules(t *testing.T) {
 	b.run(chromedp.Click(chromedp.Search(`//li[@aria-label="Job Digest"]//button[text()="Remove"]`)))
 	waitFor(t, "the job removed", func() bool { _, ok := states()["Digest"]; return !ok })
 	b.waitText(".schedules .banner", "Digest removed.")
+
+	// A run in progress (its agent runs a ten-minute command) has Stop,
+	// which ends it: the command ends, and the job's last run failed.
+	p.api(t, "POST", "/api/v1/schedules", map[string]any{"in": "1s", "name": "Loop", "prompt": "loop forever"}, http.StatusCreated)
+	if pids := WaitProcs(1, "sleep", sleep); len(pids) != 1 {
+		t.Fatalf("the run's command never started: %v", pids)
+	}
+	b.run(chromedp.WaitVisible(chromedp.Search(`//li[@aria-label="Job Loop"]//button[text()="Stop"]`)))
+	b.shot("schedules-running")
+	b.run(chromedp.Click(chromedp.Search(`//li[@aria-label="Job Loop"]//button[text()="Stop"]`)))
+	b.waitText(".schedules .banner", "Loop: run stopped.")
+	b.waitText(`li[aria-label="Job Loop"] dd.last`, "failed")
+	b.shot("schedules-stopped")
+	if left := WaitNoProcs("sleep", sleep); len(left) > 0 {
+		t.Errorf("the stopped run's command still runs: %v", left)
+	}
+	if stop := eval[bool](b, `!!document.evaluate('//li[@aria-label="Job Loop"]//button[text()="Stop"]', document, null,
+		XPathResult.BOOLEAN_TYPE, null).booleanValue`); stop {
+		t.Error("the stopped run still shows Stop")
+	}
 }

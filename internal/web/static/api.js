@@ -81,6 +81,7 @@ export const api = {
   editSchedule: (id, change) => call("PATCH", `/api/v1/schedules/${enc(id)}`, change),
   deleteSchedule: (id) => call("DELETE", `/api/v1/schedules/${enc(id)}`),
   scheduleAction: (id, action) => call("POST", `/api/v1/schedules/${enc(id)}/${enc(action)}`),
+  stopRun: (id, run) => call("POST", `/api/v1/schedules/${enc(id)}/stop?` + new URLSearchParams({ run: String(run) })),
   scheduleRuns: (id, { before = 0, limit = 50 } = {}) => {
     const p = new URLSearchParams({ limit: String(limit) });
     if (before) p.set("before", String(before));

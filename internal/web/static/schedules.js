@@ -1,7 +1,8 @@
 // Schedules: the jobs den serve runs on a schedule, each with when it
 // runs next and how its last run went; a form to add one; pause,
-// resume, run now and remove; and each job's history (every time it was
-// due: scheduled, started, ended, status, delivery, cost, session).
+// resume, run now, stop the run in progress and remove; and each job's
+// history (every time it was due: scheduled, started, ended, status,
+// delivery, cost, session).
 // The list follows the scheduler's events, so a run shows as it goes.
 import { h } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -190,6 +191,8 @@ function lastRun(u) {
 
 function Job({ j, act, open, onHistory, runs, onOpen }) {
   const name = j.title;
+  // Stop shows while the newest run is in progress (a job runs one at a time).
+  const running = j.last && j.last.status === "running";
   return html`<li class="card job" aria-label=${"Job " + name}>
     <div class="job-head"><strong class="grow">${name}</strong>${stateBadge(j)}</div>
     <div class="muted">${j.when}${j.agent !== "default" ? ` · ${j.agent}` : ""}</div>
@@ -198,6 +201,8 @@ function Job({ j, act, open, onHistory, runs, onOpen }) {
       <dt>Last</dt><dd class=${"last " + (j.last ? j.last.status : "")}>${lastRun(j.last)}</dd>
     </dl>
     <div class="actions">
+      ${running && html`<button type="button" class="danger" onClick=${() => act(`${name}: run stopped.`,
+        () => api.stopRun(j.id, j.last.id))}>Stop</button>`}
       ${j.state === "paused"
         ? html`<button type="button" onClick=${() => act(`${name} resumed.`, () => api.scheduleAction(j.id, "resume"))}>Resume</button>`
         : j.state !== "done" && html`<button type="button" onClick=${() => act(`${name} paused.`, () => api.scheduleAction(j.id, "pause"))}>Pause</button>`}
