@@ -23,12 +23,13 @@ type Schedules interface {
 	Pause(ctx context.Context, agent string, id int64) (schedule.JobView, error)
 	Resume(ctx context.Context, agent string, id int64) (schedule.JobView, error)
 	RunNow(ctx context.Context, agent string, id int64) (schedule.RunView, error)
+	Stop(ctx context.Context, agent string, id, run int64) ([]schedule.RunView, error)
 	History(ctx context.Context, agent string, id int64, limit int, before int64) ([]schedule.RunView, error)
 }
 
 var _ Schedules = (*schedule.Book)(nil)
 
-const scheduleUsage = "den-schedule list | add WHEN [flags] PROMPT | show ID | edit ID [flags] [PROMPT] | rm ID | pause ID | resume ID | run ID | history [ID]"
+const scheduleUsage = "den-schedule list | add WHEN [flags] PROMPT | show ID | edit ID [flags] [PROMPT] | rm ID | pause ID | resume ID | run ID | stop ID | history [ID]"
 
 func (s *Service) parseSchedule(c *Call) (*Plan, *Result) {
 	if s.Schedules == nil {
@@ -90,7 +91,7 @@ func (s *Service) parseSchedule(c *Call) (*Plan, *Result) {
 			switch {
 			case errors.Is(err, schedule.ErrBadParams):
 				return fail(action, CodeInvalidArgs, "%v", err)
-			case errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, schedule.ErrNotRunning):
 				return fail(action, CodeNoData, "%v", err)
 			case err != nil:
 				return fail(action, CodeInternal, "%v", err)
@@ -132,7 +133,7 @@ func (s *Service) parseSchedule(c *Call) (*Plan, *Result) {
 			}
 			return runs, err
 		}))
-	case "show", "rm", "pause", "resume", "run":
+	case "show", "rm", "pause", "resume", "run", "stop":
 		id, bad := idArg()
 		if bad != nil {
 			return nil, bad
@@ -151,6 +152,8 @@ func (s *Service) parseSchedule(c *Call) (*Plan, *Result) {
 				return s.Schedules.Pause(ctx, c.Agent, id)
 			case "resume":
 				return s.Schedules.Resume(ctx, c.Agent, id)
+			case "stop":
+				return s.Schedules.Stop(ctx, c.Agent, id, 0)
 			}
 			return s.Schedules.RunNow(ctx, c.Agent, id)
 		}))
@@ -204,7 +207,7 @@ func (s *Service) parseSchedule(c *Call) (*Plan, *Result) {
 			return s.Schedules.Edit(ctx, c.Agent, id, p)
 		}))
 	}
-	return nil, invalid("", "unknown action %q: want list, add, show, edit, rm, pause, resume, run or history", action)
+	return nil, invalid("", "unknown action %q: want list, add, show, edit, rm, pause, resume, run, stop or history", action)
 }
 
 // scheduleDetail is what an add or edit will do, for the person asked.

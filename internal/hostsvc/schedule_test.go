@@ -2,10 +2,12 @@ package hostsvc
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"den.dev/den/internal/schedule"
 	"den.dev/den/internal/store"
@@ -59,8 +61,28 @@ func TestSchedule(t *testing.T) {
 	if r := run(t, s, "den-schedule", []string{"show", id}, ""); r.Data.(schedule.JobView).Prompt != "from standard input" {
 		t.Errorf("the prompt from standard input: %+v", r)
 	}
+	// Stop ends a run in progress, as the agent's; with none, it says so.
+	if r := run(t, s, "den-schedule", []string{"stop", id}, ""); r.Code != CodeNoData || !strings.Contains(r.Message, "no run in progress") {
+		t.Errorf("stop with nothing running: %+v", r)
+	}
+	err = st.UpdateSchedules(context.Background(), func(tx *store.ScheduleTx) error {
+		queued, err := tx.Runs(j.ID, schedule.Queued)
+		if err != nil || len(queued) != 1 {
+			return fmt.Errorf("queued runs %v: %v", queued, err)
+		}
+		u := queued[0]
+		u.Status, u.Started = schedule.Running, time.Now()
+		return tx.PutRun(u)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, s, "den-schedule", []string{"stop", id}, "")
+	if stopped, ok := r.Data.([]schedule.RunView); r.Code != "" || !ok || len(stopped) != 1 || stopped[0].Status != schedule.Failed || stopped[0].Reason != "stopped by the agent" {
+		t.Errorf("stop of a running run: %+v", r)
+	}
 	other := jsonNum(theirs.ID)
-	for _, args := range [][]string{{"show", other}, {"rm", other}, {"pause", other}, {"run", other}, {"history", other}, {"edit", other, "--every", "3h"}} {
+	for _, args := range [][]string{{"show", other}, {"rm", other}, {"pause", other}, {"run", other}, {"stop", other}, {"history", other}, {"edit", other, "--every", "3h"}} {
 		r := run(t, s, "den-schedule", args, "")
 		if r.Code != CodeNoData || strings.Contains(r.Message, "theirs") {
 			t.Errorf("%v of another agent's job: %+v", args, r)
