@@ -56,6 +56,11 @@ type tabEvents struct {
 	inflight map[network.RequestID]time.Time
 	lastNet  time.Time
 	loading  bool // the main frame is loading
+	// requested is when the page asked to navigate its main frame (a
+	// form submitted, a link followed, location set) and the navigation
+	// has not begun yet: zero otherwise. The browser starts it a moment
+	// later, longer on a busy machine.
+	requested time.Time
 
 	crashed     bool
 	navigations int // main-frame navigations, in-document ones included
@@ -188,9 +193,21 @@ func (e *tabEvents) handle(v any) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch ev := v.(type) {
+	case *page.EventFrameRequestedNavigation:
+		if string(ev.FrameID) == e.mainID && ev.Disposition == page.ClientNavigationDispositionCurrentTab {
+			e.requested, e.lastNet = now, now
+		}
+	case *page.EventFrameStartedNavigating:
+		if string(ev.FrameID) == e.mainID && (ev.NavigationType == page.FrameStartedNavigatingNavigationTypeSameDocument ||
+			ev.NavigationType == page.FrameStartedNavigatingNavigationTypeHistorySameDocument) {
+			e.requested = time.Time{}
+		}
 	case *network.EventRequestWillBeSent:
 		if ev.Type != network.ResourceTypeEventSource && ev.Type != network.ResourceTypeWebSocket {
 			e.inflight[ev.RequestID] = now
+		}
+		if ev.Type == network.ResourceTypeDocument && string(ev.FrameID) == e.mainID {
+			e.requested = time.Time{} // the request is in flight now
 		}
 		e.lastNet = now
 	case *network.EventLoadingFinished:
@@ -207,7 +224,7 @@ func (e *tabEvents) handle(v any) {
 		if ev.Frame.ParentID == "" {
 			e.navigations++
 			e.documents++
-			e.loaded = false
+			e.loaded, e.requested = false, time.Time{}
 			e.url = ev.Frame.URL + ev.Frame.URLFragment
 		}
 		clear(e.worlds)
@@ -215,6 +232,7 @@ func (e *tabEvents) handle(v any) {
 		if string(ev.FrameID) == e.mainFrame() {
 			e.navigations++
 			e.url = ev.URL
+			e.requested = time.Time{}
 		}
 	case *page.EventLoadEventFired:
 		e.loaded = true
@@ -240,7 +258,9 @@ func (e *tabEvents) mainFrame() string { return e.mainID }
 
 // busy reports requests in flight, not counting those older than
 // longPoll (long polls and streams that never end), the last network
-// event, and whether the main frame is loading.
+// event, and whether the main frame is loading, or about to: a
+// navigation the page requested counts for navStartMax while it has
+// not begun (the page may yet cancel it, and no event says so).
 func (e *tabEvents) busy(now time.Time) (inflight int, lastNet time.Time, loading bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -249,8 +269,13 @@ func (e *tabEvents) busy(now time.Time) (inflight int, lastNet time.Time, loadin
 			inflight++
 		}
 	}
-	return inflight, e.lastNet, e.loading && now.Sub(e.lastNet) < longPoll
+	pending := !e.requested.IsZero() && now.Sub(e.requested) < navStartMax
+	return inflight, e.lastNet, pending || e.loading && now.Sub(e.lastNet) < longPoll
 }
+
+// navStartMax is how long a navigation the page requested keeps the
+// page from counting as settled before it begins.
+const navStartMax = 2 * time.Second
 
 // longPoll is the age past which a request in flight no longer keeps a
 // page from counting as settled.

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 )
 
 func TestActionCheck(t *testing.T) {
@@ -249,5 +253,48 @@ func TestCapNotes(t *testing.T) {
 	}
 	if got := capNotes([]string{"a"}); len(got) != 1 {
 		t.Errorf("%q", got)
+	}
+}
+
+// TestRequestedNavigation: a navigation the page asked for keeps the
+// tab busy until its request goes out (or it commits), however long the
+// browser takes to begin it, but no longer than navStartMax; one in
+// another frame or for a new tab does not count.
+func TestRequestedNavigation(t *testing.T) {
+	busy := func(e *tabEvents, now time.Time) bool {
+		n, _, loading := e.busy(now)
+		return n > 0 || loading
+	}
+	newEvents := func() *tabEvents {
+		return &tabEvents{inflight: map[network.RequestID]time.Time{}, mainID: "main"}
+	}
+	asked := func(frame string, d page.ClientNavigationDisposition) *page.EventFrameRequestedNavigation {
+		return &page.EventFrameRequestedNavigation{FrameID: cdp.FrameID(frame), Reason: page.ClientNavigationReasonFormSubmissionPost, URL: "http://x/", Disposition: d}
+	}
+	e := newEvents()
+	e.handle(asked("main", page.ClientNavigationDispositionCurrentTab))
+	if now := time.Now(); !busy(e, now.Add(time.Second)) {
+		t.Error("a requested navigation that has not begun: not busy")
+	}
+	if now := time.Now(); busy(e, now.Add(navStartMax+time.Second)) {
+		t.Error("a requested navigation that never began: still busy past navStartMax")
+	}
+	e.handle(&network.EventRequestWillBeSent{RequestID: "1", FrameID: "main", Type: network.ResourceTypeDocument, Request: &network.Request{URL: "http://x/"}})
+	e.handle(&network.EventLoadingFinished{RequestID: "1"})
+	if busy(e, time.Now().Add(time.Second)) {
+		t.Error("busy after the navigation's request ended")
+	}
+	e = newEvents()
+	e.handle(asked("main", page.ClientNavigationDispositionCurrentTab))
+	e.handle(&page.EventNavigatedWithinDocument{FrameID: "main", URL: "http://x/#a"})
+	if busy(e, time.Now().Add(time.Second)) {
+		t.Error("busy after an in-document navigation")
+	}
+	for _, ev := range []*page.EventFrameRequestedNavigation{asked("child", page.ClientNavigationDispositionCurrentTab), asked("main", page.ClientNavigationDispositionNewTab)} {
+		e = newEvents()
+		e.handle(ev)
+		if busy(e, time.Now().Add(time.Second)) {
+			t.Errorf("busy after %+v", ev)
+		}
 	}
 }
