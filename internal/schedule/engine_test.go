@@ -434,22 +434,7 @@ func TestInterruptedRetried(t *testing.T) {
 			j := r.add("user", map[string]string{"at": "2026-06-01T07:00", "tz": "UTC", "retries": retries, "prompt": "once"})
 			// den dies during the run: its row is left running.
 			r.clock.Set(day(7, 0))
-			err := r.st.UpdateSchedules(context.Background(), func(tx *store.ScheduleTx) error {
-				cur, err := tx.Schedule(j.ID)
-				if err != nil {
-					return err
-				}
-				cur.Accounted, cur.NextDue = day(7, 0), time.Time{}
-				if err := tx.PutSchedule(&cur); err != nil {
-					return err
-				}
-				_, err = tx.AddRun(&store.ScheduleRun{Schedule: j.ID, Slot: day(7, 0), Attempt: 1, Due: day(7, 0), Cause: CauseTime,
-					Status: Running, Started: day(7, 0), Session: "s0", Owner: "a den that died"})
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r.leftRunning(t, j.ID, day(7, 0))
 			r.restart(day(7, 5))
 			r.settle()
 			got := summary(r.history(j.ID), utc)
@@ -697,4 +682,26 @@ func TestLeaderLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	second.Close()
+}
+
+// leftRunning records job id's run due at due as running, owned by a den
+// that died: what den finds after it was killed mid-run.
+func (r *rig) leftRunning(t *testing.T, id int64, due time.Time) {
+	t.Helper()
+	err := r.st.UpdateSchedules(context.Background(), func(tx *store.ScheduleTx) error {
+		cur, err := tx.Schedule(id)
+		if err != nil {
+			return err
+		}
+		cur.Accounted, cur.NextDue = due, time.Time{}
+		if err := tx.PutSchedule(&cur); err != nil {
+			return err
+		}
+		_, err = tx.AddRun(&store.ScheduleRun{Schedule: id, Slot: due, Attempt: 1, Due: due, Cause: CauseTime,
+			Status: Running, Started: due, Session: "s0", Owner: "a den that died"})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

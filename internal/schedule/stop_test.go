@@ -114,22 +114,7 @@ func TestStopLeftRunning(t *testing.T) {
 	ctx := context.Background()
 	j := r.add("user", map[string]string{"at": "2026-06-01T07:00", "tz": "UTC", "retries": "2", "prompt": "once"})
 	r.clock.Set(day(7, 0))
-	err := r.st.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
-		cur, err := tx.Schedule(j.ID)
-		if err != nil {
-			return err
-		}
-		cur.Accounted, cur.NextDue = day(7, 0), time.Time{}
-		if err := tx.PutSchedule(&cur); err != nil {
-			return err
-		}
-		_, err = tx.AddRun(&store.ScheduleRun{Schedule: j.ID, Slot: day(7, 0), Attempt: 1, Due: day(7, 0), Cause: CauseTime,
-			Status: Running, Started: day(7, 0), Session: "s0", Owner: "a den that died"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.leftRunning(t, j.ID, day(7, 0))
 	r.clock.Set(day(7, 1))
 	if got, err := r.book.Stop(ctx, "", j.ID, 0); err != nil || len(got) != 1 || got[0].Status != Failed {
 		t.Fatalf("stop: %+v %v", got, err)
