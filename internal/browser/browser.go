@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"den.dev/den/internal/sandbox"
+	"den.dev/den/internal/sandbox/cgroup"
 )
 
 // Browser is an agent's web browser: at most one Chromium, started when
@@ -42,6 +43,8 @@ type Browser struct {
 
 	quit chan struct{} // ends the janitor and the watchers
 	wg   sync.WaitGroup
+
+	noGroup sync.Once // logs why Chromium runs without a group of its own
 }
 
 // New returns an agent's browser. It starts nothing: Chromium starts
@@ -161,7 +164,7 @@ func (b *Browser) ensure(ctx context.Context, s *Session, p *place) (*chromium, 
 		own.close()
 		return nil, 0, fmt.Errorf("%w: it restarted while den started the browser", ErrNoComputer)
 	}
-	c, err = startChromium(ctx, &b.o, b.bin, own)
+	c, err = startChromium(ctx, &b.o, b.bin, own, b.newGroup())
 	if err != nil {
 		own.close()
 		return nil, 0, err
@@ -180,6 +183,22 @@ func (b *Browser) ensure(ctx context.Context, s *Session, p *place) (*chromium, 
 	go b.watch(c)
 	go b.handleEvents(c, gen)
 	return c, gen, nil
+}
+
+// newGroup makes the control group of the next Chromium, or returns nil
+// (having logged why, once) when there can be none.
+func (b *Browser) newGroup() *cgroup.Group {
+	if b.o.Group == nil {
+		return nil
+	}
+	g, err := b.o.Group(b.o.limits())
+	if err != nil {
+		b.noGroup.Do(func() {
+			b.o.logf("Chromium runs without a memory limit of its own: %v", err)
+		})
+		return nil
+	}
+	return g
 }
 
 // stopLocked stops the running Chromium, if any, and records why for

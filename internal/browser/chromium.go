@@ -24,6 +24,7 @@ import (
 
 	"den.dev/den/internal/sandbox"
 	"den.dev/den/internal/sandbox/bwrap"
+	"den.dev/den/internal/sandbox/cgroup"
 	"den.dev/den/internal/sandbox/launch"
 	"den.dev/den/internal/sandbox/netns"
 )
@@ -86,6 +87,10 @@ type chromium struct {
 	errR    *os.File
 
 	started time.Time
+	// group holds Chromium's processes and bounds their memory; nil
+	// when Chromium runs without one. It is removed once they are gone.
+	group *cgroup.Group
+	logf  func(format string, args ...any)
 	// tree pins the sandbox's processes before Chromium is stopped:
 	// they die with bwrap (its sandbox's first process has
 	// --die-with-parent, and the pid namespace ends with it), but not
@@ -343,9 +348,20 @@ func (f *startFiles) closeParent() {
 	}
 }
 
-// startChromium starts Chromium in the computer at p and connects to it.
-// On success the returned chromium owns p.
-func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*chromium, error) {
+// startChromium starts Chromium in the computer at p, inside group g
+// when not nil, and connects to it. On success the returned chromium
+// owns p and g; on failure g is removed.
+func startChromium(ctx context.Context, o *Options, bin binaries, p *place, g *cgroup.Group) (*chromium, error) {
+	c, err := startIn(ctx, o, bin, p, g)
+	if err != nil && g != nil {
+		if rerr := g.Remove(); rerr != nil {
+			o.logf("%v", rerr)
+		}
+	}
+	return c, err
+}
+
+func startIn(ctx context.Context, o *Options, bin binaries, p *place, g *cgroup.Group) (*chromium, error) {
 	f := o.folders()
 	if err := f.prepare(p.uid, p.gid); err != nil {
 		return nil, fmt.Errorf("browser: folders: %w", err)
@@ -366,14 +382,29 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*ch
 		return nil, fmt.Errorf("browser: %w", err)
 	}
 	cmd := nsenter(bin, p, src, files, o.TrustSPKI)
+	gt, err := confine(cmd, g)
+	if err != nil {
+		files.closeChild()
+		files.closeParent()
+		return nil, err
+	}
 	err = launch.Start(cmd)
 	files.closeChild()
+	if err == nil {
+		err = gt.open(cmd.Process.Pid)
+	} else {
+		gt.close()
+	}
 	if err != nil {
+		if cmd.Process != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 		files.closeParent()
 		return nil, fmt.Errorf("browser: start %s: %w", bin.nsenter, err)
 	}
 	runCtx, stop := context.WithCancel(context.Background())
-	c := &chromium{place: p, cmd: cmd, stop: stop, exited: make(chan struct{}), copied: make(chan struct{}), errR: files.errR, out: newTail(8 << 10), started: time.Now()}
+	c := &chromium{place: p, cmd: cmd, stop: stop, exited: make(chan struct{}), copied: make(chan struct{}), errR: files.errR, out: newTail(8 << 10), started: time.Now(), group: g, logf: o.logf}
 	go func() {
 		defer close(c.copied)
 		io.Copy(c.out, files.errR)
@@ -385,10 +416,66 @@ func startChromium(ctx context.Context, o *Options, bin binaries, p *place) (*ch
 	}()
 	if err := c.connect(ctx, runCtx, o, files); err != nil {
 		c.place = nil // the caller keeps p
+		c.group = nil // and startChromium removes g
 		c.kill()
 		return nil, err
 	}
 	return c, nil
+}
+
+// gate holds a started process until it is in its control group: on
+// cgroup v1, where a process cannot be started inside a group, the
+// command is a shell that waits on a pipe before it runs the real
+// one. A nil gate holds nothing.
+type gate struct {
+	g    *cgroup.Group
+	r, w *os.File
+}
+
+// confine makes cmd start inside g: directly on cgroup v2
+// (CLONE_INTO_CGROUP), else behind a gate. A nil g leaves cmd alone.
+func confine(cmd *exec.Cmd, g *cgroup.Group) (*gate, error) {
+	if g == nil {
+		return nil, nil
+	}
+	if fd, ok := g.FD(); ok {
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, fd
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("browser: cgroup gate: %w", err)
+	}
+	// The shell reads a line on fd 3+len(ExtraFiles), closes it and
+	// runs the command; it exits when den closes the pipe instead.
+	fd := strconv.Itoa(3 + len(cmd.ExtraFiles))
+	cmd.ExtraFiles = append(cmd.ExtraFiles, r)
+	cmd.Args = append([]string{"sh", "-c", "read -r _ <&" + fd + " || exit 1; exec " + fd + "<&-; exec \"$@\"", "sh", cmd.Path}, cmd.Args[1:]...)
+	cmd.Path = "/bin/sh"
+	return &gate{g: g, r: r, w: w}, nil
+}
+
+// open adds the process pid to the group and lets it run.
+func (gt *gate) open(pid int) error {
+	if gt == nil {
+		return nil
+	}
+	defer gt.close()
+	if err := gt.g.Add(pid); err != nil {
+		return err
+	}
+	if _, err := gt.w.Write([]byte("\n")); err != nil {
+		return fmt.Errorf("cgroup gate: %w", err)
+	}
+	return nil
+}
+
+// close lets a held process exit without running its command.
+func (gt *gate) close() {
+	if gt != nil {
+		gt.r.Close()
+		gt.w.Close()
+	}
 }
 
 // nsenter is the command that starts Chromium's sandbox in the
@@ -460,6 +547,19 @@ func (c *chromium) checkJoined() error {
 	return nil
 }
 
+// oomKills counts the processes the kernel killed in Chromium's group
+// for its memory limit: 0 without a group.
+func (c *chromium) oomKills() int64 {
+	if c.group == nil {
+		return 0
+	}
+	st, err := c.group.Stats()
+	if err != nil {
+		return 0
+	}
+	return st.OOMKills
+}
+
 // lost is closed when the connection to Chromium drops (it exited or
 // crashed).
 func (c *chromium) lost() <-chan struct{} { return c.b.LostConnection }
@@ -505,6 +605,13 @@ func (c *chromium) kill() {
 		case <-time.After(2 * time.Second):
 			c.errR.Close() // a process outside the tree holds the pipe
 			<-c.copied
+		}
+		if c.group != nil {
+			// Kills what is left in it, such as a process that left
+			// the tree.
+			if err := c.group.Remove(); err != nil {
+				c.logf("%v", err)
+			}
 		}
 		if c.place != nil {
 			c.place.close()

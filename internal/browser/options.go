@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"den.dev/den/internal/sandbox/cgroup"
 )
 
 // Defaults of Options.
@@ -16,6 +18,8 @@ const (
 	DefaultTakeoverWait = 5 * time.Minute
 	DefaultMaxDownload  = 1 << 30
 	DefaultSnapshotSize = 16000 // characters per snapshot page: about 4,000 tokens
+	DefaultMemory       = 2 << 30
+	DefaultPids         = 4096
 )
 
 // Options configure an agent's Browser.
@@ -56,6 +60,18 @@ type Options struct {
 	// 4,000 tokens).
 	SnapshotSize int
 
+	// Group makes a control group with limits l for one run of
+	// Chromium: each start gets a new group, removed when that Chromium
+	// stops. A page that uses more memory than the limit gets its
+	// renderer (or Chromium) killed by the kernel inside the group, and
+	// the next result says the tab (or the browser) crashed. nil, or an
+	// error (logged once), runs Chromium without limits of its own.
+	Group func(l cgroup.Limits) (*cgroup.Group, error)
+	// Memory bounds the memory of all of Chromium's processes together
+	// (2 GiB; negative: no limit), and Pids their processes and threads
+	// (4096), when Group is set.
+	Memory, Pids int64
+
 	// Log receives Chromium's and den's diagnostics about the browser;
 	// nil discards them.
 	Log func(string)
@@ -87,7 +103,18 @@ func (o *Options) fill() error {
 	if o.SnapshotSize <= 0 {
 		o.SnapshotSize = DefaultSnapshotSize
 	}
+	if o.Memory == 0 {
+		o.Memory = DefaultMemory
+	}
+	if o.Pids <= 0 {
+		o.Pids = DefaultPids
+	}
 	return nil
+}
+
+// limits are the limits of Chromium's group.
+func (o *Options) limits() cgroup.Limits {
+	return cgroup.Limits{MemoryBytes: max(o.Memory, 0), Pids: o.Pids}
 }
 
 func (o *Options) logf(format string, args ...any) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -214,7 +215,7 @@ func (s *Session) Do(ctx context.Context, a Action) (*Result, error) {
 		case s.takeOperated():
 			s.takeoverResult(actx, t, res, "The user operated the browser since your last action; your action was not done.")
 		default:
-			s.run(actx, t, a, res)
+			s.runTab(actx, t, a, res)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -230,6 +231,42 @@ func (s *Session) Do(ctx context.Context, a Action) (*Result, error) {
 	s.finish(t, res)
 	return res, nil
 }
+
+// runTab runs a, ending it at once when t's renderer crashes (or is
+// killed for using more memory than Chromium's group may), and says so
+// in res.
+func (s *Session) runTab(ctx context.Context, t *tab, a Action, res *Result) {
+	if t == nil {
+		s.run(ctx, t, a, res)
+		return
+	}
+	ooms := t.c.oomKills()
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-t.ev.dead():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.run(ctx, t, a, res)
+	cancel()
+	<-done
+	if !t.ev.isCrashed() {
+		return
+	}
+	res.Code, res.Message = Failed, "The tab crashed while "+a.Name+" ran; den opens a new tab at your next action."
+	if s.b.o.Memory > 0 && t.c.oomKills() > ooms {
+		t.oom = true
+		res.Message = fmt.Sprintf("The tab ran out of memory while %s ran: Chromium may use %s in all, and the kernel killed the page. "+
+			"Den closes the tab at your next action and does not reopen the page.", a.Name, formatMiB(s.b.o.Memory))
+	}
+}
+
+// formatMiB writes a size in MiB.
+func formatMiB(n int64) string { return strconv.FormatInt(n>>20, 10) + " MiB" }
 
 func (s *Session) isClosed() bool {
 	s.mu.Lock()
@@ -267,6 +304,10 @@ func (s *Session) prepare(ctx context.Context, a Action, res *Result) *tab {
 			why = "the tab stopped responding"
 		}
 		reopen = t.url()
+		if t.oom {
+			// Its page would likely eat the memory again.
+			why, reopen = "the tab ran out of memory", ""
+		}
 		s.removeTab(t)
 		t.close()
 		t = nil

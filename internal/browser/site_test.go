@@ -77,6 +77,7 @@ func newSite() *site {
 	page("/article", articlePage())
 	page("/format", formatPage)
 	page("/covered", coveredPage)
+	page("/hog", hogPage)
 	s.mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
@@ -93,6 +94,22 @@ func (s *site) clicked(name string) int {
 	defer s.mu.Unlock()
 	return s.clicks[name]
 }
+
+// hogPage keeps 16 MiB buffers, every page of them written so that
+// they are resident, up to 1 GiB, when its button is clicked.
+const hogPage = `<!doctype html><title>Hog</title>
+<button onclick="eat()">Eat memory</button>
+<script>
+var kept = [];
+function eat() {
+  for (var i = 0; i < 64; i++) {
+    var b = new Uint8Array(16 << 20);
+    for (var j = 0; j < b.length; j += 4096) b[j] = 1;
+    kept.push(b);
+  }
+  document.title = "Ate " + kept.length * 16 + " MiB";
+}
+</script>`
 
 const loginPage = `<!doctype html><title>Sign in</title>
 <h1>Sign in</h1>

@@ -43,6 +43,7 @@ type tab struct {
 
 	c       *chromium
 	suspect bool // an action timed out: check the page answers before the next
+	oom     bool // it crashed when Chromium's group ran out of memory
 
 	dialogsDone chan struct{} // closed when answerDialogs returns
 	denDone     chan struct{} // closed when serveDen's goroutine returns; nil until started
@@ -63,8 +64,9 @@ type tabEvents struct {
 	requested time.Time
 
 	crashed     bool
-	navigations int // main-frame navigations, in-document ones included
-	documents   int // main-frame documents loaded
+	crash       chan struct{} // closed when crashed; made at first use
+	navigations int           // main-frame navigations, in-document ones included
+	documents   int           // main-frame documents loaded
 	loaded      bool
 	url         string
 	status      int64 // HTTP status of the main document
@@ -245,7 +247,10 @@ func (e *tabEvents) handle(v any) {
 			e.loading, e.lastNet = false, now
 		}
 	case *inspector.EventTargetCrashed:
-		e.crashed = true
+		if !e.crashed {
+			e.crashed = true
+			close(e.crashCh())
+		}
 	case *runtime.EventExecutionContextsCleared, *runtime.EventExecutionContextDestroyed:
 		clear(e.worlds)
 	case *page.EventFileChooserOpened:
@@ -286,6 +291,21 @@ func (e *tabEvents) counters() (navigations, documents int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.navigations, e.documents
+}
+
+// crashCh is e.crash, made if needed. The caller holds e.mu.
+func (e *tabEvents) crashCh() chan struct{} {
+	if e.crash == nil {
+		e.crash = make(chan struct{})
+	}
+	return e.crash
+}
+
+// dead is closed when the tab's renderer crashes (or is killed).
+func (e *tabEvents) dead() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.crashCh()
 }
 
 func (e *tabEvents) isCrashed() bool {

@@ -690,6 +690,21 @@ func removeAll(dir string) error {
 	return os.RemoveAll(dir)
 }
 
+// BrowserGroup makes a control group for one run of the agent's
+// Chromium, with limits l, named agent-AGENT/browser.PID.RANDOM so that
+// a den started later sweeps it if this one is killed. It fails,
+// wrapping cgroup.ErrUnavailable, when the host offers no cgroups.
+func (c *Computer) BrowserGroup(l cgroup.Limits) (*cgroup.Group, error) {
+	if c.m.cgroups == nil {
+		return nil, fmt.Errorf("computer: browser group: %w", c.m.cgErr)
+	}
+	g, err := c.m.cgroups.Create("agent-"+c.agent+"/browser."+strconv.Itoa(os.Getpid())+"."+randomSuffix(), l)
+	if err != nil {
+		return nil, fmt.Errorf("computer: browser group: %w", err)
+	}
+	return g, nil
+}
+
 // ownerAlive reports whether the den process named in a session's
 // group or control folder name (…SESSION.PID.RANDOM) is alive.
 func ownerAlive(name string) bool {

@@ -98,6 +98,27 @@ type Browser struct {
 	TabIdle string `toml:"tab_idle"`
 	// Idle stops an agent's Chromium unused for that long ("10m").
 	Idle string `toml:"idle"`
+	// Memory bounds the memory of an agent's Chromium, all its
+	// processes together ("2GiB"; "unlimited" for none), and Pids its
+	// processes and threads (4096), where den can make cgroups.
+	Memory string `toml:"memory"`
+	Pids   int64  `toml:"pids"`
+}
+
+// Limits reads Memory and Pids: zero when unset (den's defaults
+// apply), memory -1 when "unlimited".
+func (b Browser) Limits() (memory, pids int64, err error) {
+	if b.Pids < 0 {
+		return 0, 0, fmt.Errorf("browser.pids %d: must not be negative", b.Pids)
+	}
+	n, set, err := ParseLimit(b.Memory)
+	if err != nil {
+		return 0, 0, fmt.Errorf("browser.memory: %v", err)
+	}
+	if set && n == 0 {
+		n = -1
+	}
+	return n, b.Pids, nil
 }
 
 // Durations reads TabIdle and Idle (zero when unset).
@@ -451,6 +472,13 @@ func (c *Config) validate(data []byte) error {
 	}
 	if c.Schedule.MaxRunning < 0 || c.Schedule.MaxRunning > 100 {
 		return fmt.Errorf("%w: %s:%d: schedule.max_running %d: want 1 to 100", ErrInvalid, c.path, lineOf(data, toml.Key{"schedule", "max_running"}), c.Schedule.MaxRunning)
+	}
+	if _, _, err := c.Browser.Limits(); err != nil {
+		key := "memory"
+		if c.Browser.Pids < 0 {
+			key = "pids"
+		}
+		return fmt.Errorf("%w: %s:%d: %v", ErrInvalid, c.path, lineOf(data, toml.Key{"browser", key}), err)
 	}
 	if c.Browser.MaxTabs < 0 || c.Browser.MaxTabs > 50 {
 		return fmt.Errorf("%w: %s:%d: browser.max_tabs %d: want 1 to 50", ErrInvalid, c.path, lineOf(data, toml.Key{"browser", "max_tabs"}), c.Browser.MaxTabs)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -67,12 +68,41 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"[server]\npush_contact = \"http://den.example.org\"\n", ":2: server.push_contact"},
 		{"[server]\npush_contact = \"mailto:\"\n", ":2: server.push_contact"},
 		{"[server]\npush = \"no\"\n", "push"},
+		{"[browser]\nidle = \"10m\"\nmemory = \"lots\"\n", ":3: browser.memory: size \"lots\""},
+		{"[browser]\nmemory = \"512K\"\n", ":2: browser.memory: size \"512K\": at least 1 MiB"},
+		{"[browser]\n\npids = -1\n", ":3: browser.pids -1"},
 		{"[agents.a]\negress = \"allowlist\"\n\n[agents.a.skills.weather]\nallow = [\"bad host\"]\n", ":5: agents.a.skills.weather.allow: egress rule \"bad host\""},
 	} {
 		p := write(t, c.text)
 		_, err := Load(p, true)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), p) {
 			t.Errorf("%q: %v (want %q and the path)", c.text, err, c.want)
+		}
+	}
+}
+
+func TestBrowserLimits(t *testing.T) {
+	for _, c := range []struct {
+		memory      string
+		pids        int64
+		wantMem     int64
+		wantPids    int64
+		description string
+	}{
+		{"", 0, 0, 0, "unset: den's defaults"},
+		{"512MiB", 256, 512 << 20, 256, "set"},
+		{"1.5G", 0, 1536 << 20, 0, "fractional"},
+		{"unlimited", 0, -1, 0, "no limit"},
+		{"0", 0, -1, 0, "no limit"},
+	} {
+		p := write(t, "[browser]\nmemory = \""+c.memory+"\"\npids = "+strconv.FormatInt(c.pids, 10)+"\n")
+		cfg, err := Load(p, true)
+		if err != nil {
+			t.Fatalf("%s: %v", c.description, err)
+		}
+		mem, pids, err := cfg.Browser.Limits()
+		if err != nil || mem != c.wantMem || pids != c.wantPids {
+			t.Errorf("%s: memory %q, pids %d: got %d, %d, %v; want %d, %d", c.description, c.memory, c.pids, mem, pids, err, c.wantMem, c.wantPids)
 		}
 	}
 }

@@ -47,8 +47,10 @@ type browsers struct {
 // Chromium missing, or the session not loaded here.
 var ErrNoBrowser = errors.New("no browser")
 
-// browserFor returns the agent's browser, or why it has none.
-func (r *Runtime) browserFor(agentName string) (*browser.Browser, error) {
+// browserFor returns the agent's browser, or why it has none; comp is
+// the agent's computer.
+func (r *Runtime) browserFor(comp *computer.Computer) (*browser.Browser, error) {
+	agentName := comp.Agent()
 	cfg := r.Config()
 	if !cfg.Agent(agentName).BrowserOn() {
 		return nil, fmt.Errorf("%w: the browser is off for agent %s (agents.%s.browser = false)", ErrNoBrowser, agentName, agentName)
@@ -65,6 +67,10 @@ func (r *Runtime) browserFor(agentName string) (*browser.Browser, error) {
 	if err != nil {
 		return nil, err
 	}
+	memory, pids, err := cfg.Browser.Limits()
+	if err != nil {
+		return nil, err
+	}
 	// Chromium keeps its own roots, not the computer's: it is told to
 	// trust the computer's CA, with which den speaks TLS towards hosts
 	// a secret is bound to.
@@ -75,6 +81,7 @@ func (r *Runtime) browserFor(agentName string) (*browser.Browser, error) {
 	b, err := browser.New(browser.Options{
 		Dir:      filepath.Join(r.o.DataDir, "agents", agentName, "browser"),
 		Chromium: cfg.Browser.Chromium, MaxTabs: cfg.Browser.MaxTabs, TabIdle: tabIdle, Idle: idle, TrustSPKI: trust,
+		Group: comp.BrowserGroup, Memory: memory, Pids: pids,
 		Log: func(s string) { r.log.Info("browser: "+s, "agent", agentName) },
 	})
 	if err != nil {
@@ -129,7 +136,7 @@ func (r *Runtime) browserOf(e *engine, sessionID string) (*browser.Session, erro
 	if e.web.s != nil {
 		return e.web.s, nil
 	}
-	b, err := r.browserFor(e.agent)
+	b, err := r.browserFor(e.comp)
 	if err != nil {
 		return nil, err
 	}
@@ -552,15 +559,15 @@ func orWord(s, alt string) string {
 
 // browserReady reports whether the agent's sessions get a browser: on
 // for the agent, and Chromium there to run.
-func (r *Runtime) browserReady(agentName string) bool {
-	_, err := r.browserFor(agentName)
+func (r *Runtime) browserReady(comp *computer.Computer) bool {
+	_, err := r.browserFor(comp)
 	return err == nil
 }
 
 // hostBrowserOf is den-browser's browser for e's session, or nil (an
 // interface holding no value) when the agent has none.
 func (r *Runtime) hostBrowserOf(e *engine) hostsvc.Browser {
-	if !r.browserReady(e.agent) {
+	if !r.browserReady(e.comp) {
 		return nil
 	}
 	return hostBrowser{e}

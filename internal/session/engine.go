@@ -91,7 +91,7 @@ func (r *Runtime) start(ctx context.Context, l *live, sess store.Session) (*engi
 		return nil, err
 	}
 	tools := append(tool.Builtin(), tool.MemoryTools()...)
-	if r.browserReady(sess.Agent) {
+	if r.browserReady(comp) {
 		tools = append(tools, browserTool{r: r, e: e})
 	}
 	if e.reg, err = tool.NewRegistry(tools...); err != nil {
