@@ -468,5 +468,24 @@ func browserChecks(cfg *config.Config, dataDir, agent string) []sandbox.Check {
 	default:
 		c.Detail = fmt.Sprintf("%s in %d processes (resident %s, shared pages counted in each)", config.FormatBytes(m.PSS), m.Processes, config.FormatBytes(m.RSS))
 	}
+	if err == nil {
+		c.Detail += "; " + browserLimit(cfg.Browser)
+	}
 	return append(checks, c)
+}
+
+// browserLimit says what bounds the memory of the agent's Chromium.
+func browserLimit(b config.Browser) string {
+	memory, _, err := b.Limits()
+	switch {
+	case err != nil:
+		return err.Error()
+	case memory < 0:
+		return "no limit ([browser] memory = \"unlimited\")"
+	case !cgroup.Detect().Usable():
+		return "no limit: den cannot make cgroups here (see resource limits)"
+	case memory == 0:
+		memory = browser.DefaultMemory
+	}
+	return "limit " + config.FormatBytes(memory) + " ([browser] memory)"
 }

@@ -222,8 +222,8 @@ cat /tmp/nav.json /tmp/click.json /tmp/missing.json /tmp/js.json`
 }
 
 // TestBrowserInDaemon: in den serve, the browser outlives the turn (it
-// stops when idle), den doctor reports the memory its Chromium uses,
-// and stopping the daemon ends Chromium.
+// stops when idle), den doctor reports the memory its Chromium uses
+// and its limit, and stopping the daemon ends Chromium.
 func TestBrowserInDaemon(t *testing.T) {
 	sandboxtest.Need(t, "chromium-headless-shell", "chromium-headless-shell")
 	p, _ := serveWith(t, "",
@@ -238,6 +238,9 @@ func TestBrowserInDaemon(t *testing.T) {
 		t.Fatalf("den doctor does not report the browser's memory:\n%s", doc.Stdout)
 	}
 	t.Logf("idle browser with one tab: %s in %s processes", line[1], line[2])
+	if !strings.Contains(doc.Stdout, "; limit 2.0 GiB ([browser] memory)") {
+		t.Errorf("den doctor does not give the browser's memory limit:\n%s", doc.Stdout)
+	}
 	// The browser's record names its sandbox's first process.
 	rec, err := os.ReadFile(filepath.Join(p.den.AgentDir("default"), "browser", "running"))
 	var pid int
