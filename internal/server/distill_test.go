@@ -258,29 +258,34 @@ func TestDistillStopsWithTheClient(t *testing.T) {
 	t.Setenv("ANTHROPIC_BASE_URL", model.URL)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan string, 1) // the answer; "" when there was none
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, "POST", a.srv.URL+"/api/v1/sessions/"+a.session+"/distill", nil)
 		req.Header.Set("Authorization", "Bearer "+distillToken)
 		resp, err := a.srv.Client().Do(req)
-		if err == nil {
-			resp.Body.Close()
+		if err != nil {
+			done <- ""
+			return
 		}
-		done <- err
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- resp.Status + " " + string(b)
 	}()
-	wait := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(time.Minute):
-			t.Fatalf("%s: not within a minute", what)
-		}
+	select {
+	case <-asked:
+	case answer := <-done:
+		t.Fatalf("answered before the model was asked: %s", answer)
+	case <-time.After(time.Minute):
+		t.Fatal("the model was not asked within a minute")
 	}
-	wait("the model asked", asked)
 	cancel()
-	wait("the model's request ended", stopped)
-	if err := <-done; err == nil {
-		t.Error("the request was answered after its client went")
+	select {
+	case <-stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("the model's request did not end within a minute of the client going")
+	}
+	if answer := <-done; answer != "" {
+		t.Errorf("answered after the client went: %s", answer)
 	}
 	if entries, err := os.ReadDir(filepath.Join(a.dir, "agents", "default", "skill-drafts")); err == nil && len(entries) > 0 {
 		t.Errorf("a draft was written: %v", entries)
