@@ -135,8 +135,8 @@ type skillAnswer struct {
 
 // TestDistillRoutes: a session becomes a skill draft through the API,
 // shown whole with the scan's findings and without its host folder; a
-// flagged draft is installed only with force, a skill of the same name
-// replaced only with force; a draft is discarded; unknown drafts are
+// flagged draft is installed only with allow_high (or force), a skill
+// of the same name replaced only with replace (or force); a draft is discarded; unknown drafts are
 // 404, hostile names 400, and every route needs the token.
 func TestDistillRoutes(t *testing.T) {
 	a := newDistillAPI(t,
@@ -180,9 +180,9 @@ func TestDistillRoutes(t *testing.T) {
 		t.Errorf("the request's session: %d %.300s", code, body)
 	}
 
-	// High findings: refused without force, installed with it.
-	msg := a.want(t, "POST", draftsPath+"disk-report/install", "", http.StatusConflict, "flagged", nil)
-	if !strings.Contains(msg, "force") {
+	// High findings: refused unless allowed.
+	msg := a.want(t, "POST", draftsPath+"disk-report/install", `{"replace": true}`, http.StatusConflict, "flagged", nil)
+	if !strings.Contains(msg, "allow_high") {
 		t.Errorf("the refusal does not say how to install anyway: %s", msg)
 	}
 	var list struct{ Skills []skillAnswer }
@@ -191,7 +191,7 @@ func TestDistillRoutes(t *testing.T) {
 		t.Fatalf("installed without force: %+v", list.Skills)
 	}
 	var installed skillAnswer
-	a.want(t, "POST", draftsPath+"disk-report/install", `{"force": true}`, http.StatusOK, "", &installed)
+	a.want(t, "POST", draftsPath+"disk-report/install", `{"allow_high": true}`, http.StatusOK, "", &installed)
 	if installed.Name != "disk-report" || installed.State != "installed" || !installed.Usable || !strings.HasPrefix(installed.Description, "Report") {
 		t.Errorf("installed: %+v", installed)
 	}
@@ -200,13 +200,16 @@ func TestDistillRoutes(t *testing.T) {
 		t.Errorf("the skills after the install: %+v, want %+v", list.Skills, installed)
 	}
 
-	// A skill of the same name: refused without force, replaced with it.
+	// A skill of the same name: refused unless replace (allowing high
+	// findings is not leave to replace), replaced with it or force.
 	a.want(t, "POST", "/api/v1/sessions/"+a.session+"/distill", "", http.StatusOK, "", &d)
 	if d.Name != "tidy-tmp" || d.High != 0 || len(d.Findings) != 0 {
 		t.Errorf("the clean draft: %+v", d)
 	}
 	a.want(t, "POST", draftsPath+"tidy-tmp/install", "{}", http.StatusOK, "", &installed)
 	a.want(t, "POST", draftsPath+"tidy-tmp/install", "", http.StatusConflict, "exists", nil)
+	a.want(t, "POST", draftsPath+"tidy-tmp/install", `{"allow_high": true}`, http.StatusConflict, "exists", nil)
+	a.want(t, "POST", draftsPath+"tidy-tmp/install", `{"replace": true}`, http.StatusOK, "", &installed)
 	a.want(t, "POST", draftsPath+"tidy-tmp/install", `{"force": true}`, http.StatusOK, "", &installed)
 
 	// Discarded: gone, and then unknown.

@@ -159,19 +159,21 @@ func (s *Server) distill(w http.ResponseWriter, r *http.Request) error {
 }
 
 // installDraft installs a skill draft as den skills distill --yes
-// does: {"force"?: true} installs one with high-severity findings, or in
-// place of a skill of its name. It answers the skill as listSkills
-// lists it.
+// does: {"allow_high"?: true} installs one with high-severity findings,
+// {"replace"?: true} one in place of a skill of its name, {"force"?:
+// true} both (as --force). It answers the skill as listSkills lists it.
 func (s *Server) installDraft(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
-		Force bool `json:"force"`
+		Force     bool `json:"force"`
+		AllowHigh bool `json:"allow_high"`
+		Replace   bool `json:"replace"`
 	}
 	if r.ContentLength != 0 {
 		if err := decode(r, &req); err != nil {
 			return err
 		}
 	}
-	e, err := s.rt.InstallDraft(r.Context(), r.PathValue("agent"), r.PathValue("name"), req.Force)
+	e, err := s.rt.InstallDraft(r.Context(), r.PathValue("agent"), r.PathValue("name"), req.Force || req.AllowHigh, req.Force || req.Replace)
 	if err != nil {
 		return err
 	}

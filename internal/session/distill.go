@@ -176,11 +176,11 @@ func readDraft(ctx context.Context, dir, name string) (*skill.Bundle, error) {
 
 // InstallDraft installs agent's skill draft name as den skills distill
 // does when the user says yes, and returns the skill as the catalog
-// lists it. Without force, a draft with high-severity findings is
-// skill.ErrFlagged and one named as a skill the agent has is
-// skill.ErrExists; with force it is installed all the same, in place of
-// that skill. The draft stays, as after den skills distill.
-func (r *Runtime) InstallDraft(ctx context.Context, agentName, name string, force bool) (skill.Entry, error) {
+// lists it. A draft with high-severity findings is skill.ErrFlagged
+// unless allowHigh; one named as a skill the agent has is
+// skill.ErrExists unless replace, which installs it in that skill's
+// place. The draft stays, as after den skills distill.
+func (r *Runtime) InstallDraft(ctx context.Context, agentName, name string, allowHigh, replace bool) (skill.Entry, error) {
 	dir, err := r.findDraft(agentName, name)
 	if err != nil {
 		return skill.Entry{}, err
@@ -203,13 +203,13 @@ func (r *Runtime) InstallDraft(ctx context.Context, agentName, name string, forc
 			high++
 		}
 	}
-	if high > 0 && !force {
-		return skill.Entry{}, fmt.Errorf("the draft %s %w (%d): read them, and install it with force to install it anyway", name, skill.ErrFlagged, high)
+	if high > 0 && !allowHigh {
+		return skill.Entry{}, fmt.Errorf("the draft %s %w (%d): read them, and install it with allow_high to install it anyway", name, skill.ErrFlagged, high)
 	}
 	now := time.Now()
-	if err := cat.Install(b, skill.InstallOptions{Replace: force, AllowHigh: force}, now); err != nil {
+	if err := cat.Install(b, skill.InstallOptions{Replace: replace, AllowHigh: allowHigh}, now); err != nil {
 		if errors.Is(err, skill.ErrExists) {
-			return skill.Entry{}, fmt.Errorf("a skill named %s %w for agent %s: install the draft with force to replace it", b.Name(), skill.ErrExists, agentName)
+			return skill.Entry{}, fmt.Errorf("a skill named %s %w for agent %s: install the draft with replace to install it in its place", b.Name(), skill.ErrExists, agentName)
 		}
 		return skill.Entry{}, err
 	}

@@ -77,8 +77,9 @@ export const api = {
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
   // distill answers once the model wrote the draft; signal stops it.
   distill: (id, body, signal) => call("POST", `/api/v1/sessions/${enc(id)}/distill`, body, {}, signal),
-  installDraft: (agent, name, force) =>
-    call("POST", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}/install`, force ? { force: true } : {}),
+  // grant: { allow_high, replace }, what the user confirmed.
+  installDraft: (agent, name, grant = {}) =>
+    call("POST", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}/install`, grant),
   discardDraft: (agent, name) => call("DELETE", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}`),
   answer: (approvalID, decision, scope) => call("POST", `/api/v1/approvals/${enc(approvalID)}`, scope ? { decision, scope } : { decision }),
   schedules: (agent = "") => call("GET", "/api/v1/schedules" + (agent ? "?" + new URLSearchParams({ agent }) : "")),

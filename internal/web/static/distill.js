@@ -36,7 +36,8 @@ export function Distill({ id, onClose, onOpen }) {
   const [draft, setDraft] = useState(null);
   const [writing, setWriting] = useState(false);
   const [failed, setFailed] = useState("");
-  const [confirm, setConfirm] = useState(""); // "flagged" or "exists": installing needs force
+  const [confirm, setConfirm] = useState(""); // "flagged" or "exists": installing needs the user's yes
+  const [granted, setGranted] = useState({}); // what the user said yes to: allow_high, replace
   const [busy, setBusy] = useState(false);
   const [installed, setInstalled] = useState(null);
   const abort = useRef(null);
@@ -66,11 +67,13 @@ export function Distill({ id, onClose, onOpen }) {
     if (abort.current) abort.current.abort();
     setWriting(false);
   };
-  const install = async (force) => {
+  const install = async (more = {}) => {
+    const grant = { ...granted, ...more };
+    setGranted(grant);
     setBusy(true);
     setFailed("");
     try {
-      setInstalled(await api.installDraft(draft.agent, draft.name, force));
+      setInstalled(await api.installDraft(draft.agent, draft.name, grant));
       setConfirm("");
     } catch (err) {
       if (err.code === "flagged" || err.code === "exists") setConfirm(err.code);
@@ -106,11 +109,11 @@ export function Distill({ id, onClose, onOpen }) {
               ? `The scan found ${plural(draft.high, "high-severity finding")}. Install ${draft.name} anyway?`
               : `Agent ${draft.agent} has a skill named ${draft.name}. Install this draft in its place?`}</p>
             <div class="actions">
-              <button type="button" class="danger" disabled=${busy} onClick=${() => install(true)}>${confirm === "flagged" ? "Install anyway" : "Replace it"}</button>
+              <button type="button" class="danger" disabled=${busy} onClick=${() => install(confirm === "flagged" ? { allow_high: true } : { replace: true })}>${confirm === "flagged" ? "Install anyway" : "Replace it"}</button>
               <button type="button" disabled=${busy} onClick=${() => setConfirm("")}>Cancel</button></div></div>`
         : html`<div class="actions">
             ${draft.high > 0 && html`<p class="high-note">The scan found ${plural(draft.high, "high-severity finding")}: read ${draft.high === 1 ? "it" : "them"} before you install.</p>`}
-            <button type="button" class="primary" disabled=${busy} onClick=${() => (draft.high > 0 ? setConfirm("flagged") : install(false))}>Install</button>
+            <button type="button" class="primary" disabled=${busy} onClick=${() => (draft.high > 0 && !granted.allow_high ? setConfirm("flagged") : install())}>Install</button>
             <button type="button" class="danger" disabled=${busy} onClick=${discard}>Discard</button></div>`}`;
   } else if (writing) {
     body = html`<div class="card writing" role="status">
