@@ -154,14 +154,15 @@ func TestEveryRouteNeedsTheToken(t *testing.T) {
 			t.Errorf("%s %s with a wrong token: %d %s, want 401", rt.Method, path, resp.StatusCode, body)
 		}
 	}
-	// The settings page's routes and the MCP server's are in the table,
-	// so the walk above covered them.
+	// The settings page's routes, the skill drafts' and the MCP server's
+	// are in the table, so the walk above covered them.
 	have := map[string]bool{}
 	for _, rt := range routes {
 		have[rt.Method+" "+rt.Pattern] = true
 	}
 	for _, r := range []string{"GET /api/v1/agents", "GET /api/v1/models", "GET /api/v1/usage", "PATCH /api/v1/config",
 		"GET /api/v1/rules", "DELETE /api/v1/rules", "POST /api/v1/token/rotate",
+		"POST /api/v1/sessions/{id}/distill", "POST /api/v1/skills/drafts/{agent}/{name}/install", "DELETE /api/v1/skills/drafts/{agent}/{name}",
 		"POST /mcp", "GET /mcp", "DELETE /mcp"} {
 		if !have[r] {
 			t.Errorf("no route %s", r)

@@ -30,6 +30,7 @@ import (
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/server/terminal"
 	"den.dev/den/internal/session"
+	"den.dev/den/internal/skill"
 	"den.dev/den/internal/store"
 	"den.dev/den/internal/web"
 	"den.dev/den/internal/webpush"
@@ -142,6 +143,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
 		{"GET", "/api/v1/skills", false, s.listSkills},
+		{"POST", "/api/v1/skills/drafts/{agent}/{name}/install", false, s.installDraft},
+		{"DELETE", "/api/v1/skills/drafts/{agent}/{name}", false, s.discardDraft},
 		{"GET", "/api/v1/mcp", false, s.listMCP},
 		{"GET", "/api/v1/models", false, s.listModels},
 		{"GET", "/api/v1/sessions", false, s.listSessions},
@@ -151,6 +154,7 @@ func (s *Server) Routes() []Route {
 		{"PATCH", "/api/v1/sessions/{id}", false, s.patchSession},
 		{"POST", "/api/v1/sessions/{id}/messages", false, s.postMessage},
 		{"POST", "/api/v1/sessions/{id}/cancel", false, s.cancel},
+		{"POST", "/api/v1/sessions/{id}/distill", false, s.distill},
 		{"GET", "/api/v1/sessions/{id}/subagents", false, s.listSubagents},
 		{"POST", "/api/v1/sessions/{id}/subagents", false, s.startSubagent},
 		{"GET", "/api/v1/sessions/{id}/subagents/{sub}", false, s.getSubagent},
@@ -301,6 +305,14 @@ func errorFor(err error) *apiError {
 	case errors.Is(err, session.ErrBadOptions), errors.Is(err, schedule.ErrBadParams), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, config.ErrBadKey), errors.Is(err, config.ErrBadValue):
 		return &apiError{http.StatusBadRequest, "bad_request", err.Error()}
+	case errors.Is(err, session.ErrBadDraft):
+		return &apiError{http.StatusUnprocessableEntity, "bad_draft", err.Error()}
+	case errors.Is(err, session.ErrModel):
+		return &apiError{http.StatusBadGateway, "model_failed", err.Error()}
+	case errors.Is(err, skill.ErrFlagged):
+		return &apiError{http.StatusConflict, "flagged", err.Error()}
+	case errors.Is(err, skill.ErrExists):
+		return &apiError{http.StatusConflict, "exists", err.Error()}
 	case errors.Is(err, store.ErrAnswered):
 		return &apiError{http.StatusConflict, "already_answered", err.Error()}
 	case errors.Is(err, store.ErrExpired):

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
+	"den.dev/den/internal/computer"
 	"den.dev/den/internal/skill"
 	"den.dev/den/internal/store"
 )
@@ -21,6 +24,7 @@ const PurposeDistill = "skill-distill"
 // Draft is a skill the model wrote from a session, in a folder of its
 // own for the user to review before it is installed.
 type Draft struct {
+	Agent   string
 	Name    string
 	Dir     string   // the draft's host folder: DATA/agents/AGENT/skill-drafts/NAME
 	Files   []string // its files, relative, SKILL.md first
@@ -48,13 +52,19 @@ Answer with the files only, each as:
 ...
 </file>`
 
+// ErrBadDraft marks a skill draft den cannot use: the model's answer, or
+// what its folder holds now, is not a skill.
+var ErrBadDraft = errors.New("is not a skill")
+
 var fileBlock = regexp.MustCompile(`(?s)<file path="([^"\n]{1,200})">\n?(.*?)\n?</file>`)
 
 // Distill asks the session's agent's model (or model) to turn the
 // session into a skill draft, named name when given, and writes it to
 // the agent's skill-drafts folder, which the computer does not see. The
 // draft is not installed: the caller shows it and installs it with the
-// user's consent (skill.Fetch of Draft.Dir, then Catalog.Install).
+// user's consent (skill.Fetch of Draft.Dir, then Catalog.Install, or
+// ReadDraft then InstallDraft). The session may be running a turn: the
+// model gets the messages committed so far.
 func (r *Runtime) Distill(ctx context.Context, sessionID, name, model string) (Draft, error) {
 	sess, err := r.st.GetSession(ctx, sessionID)
 	if err != nil {
@@ -88,10 +98,12 @@ func (r *Runtime) Distill(ctx context.Context, sessionID, name, model string) (D
 	}
 	files, err := parseDraft(text, name)
 	if err != nil {
-		return Draft{Session: draftSession}, fmt.Errorf("the model's draft is not a skill: %w (its answer is in session %s)", err, draftSession)
+		return Draft{Session: draftSession}, fmt.Errorf("the model's draft %w: %w (its answer is in session %s)", ErrBadDraft, err, draftSession)
 	}
 	m, _ := skill.Parse([]byte(files[0].body), 0)
-	d := Draft{Name: m.Name, Dir: filepath.Join(r.o.DataDir, "agents", sess.Agent, "skill-drafts", m.Name), Session: draftSession}
+	d := Draft{Agent: sess.Agent, Name: m.Name, Dir: r.draftDir(sess.Agent, m.Name), Session: draftSession}
+	r.drafts.Lock()
+	defer r.drafts.Unlock()
 	if err := os.RemoveAll(d.Dir); err != nil {
 		return d, err
 	}
@@ -110,6 +122,109 @@ func (r *Runtime) Distill(ctx context.Context, sessionID, name, model string) (D
 		d.Files = append(d.Files, f.path)
 	}
 	return d, nil
+}
+
+// draftDir is the host folder of agent's skill draft name. Both names
+// must be valid (computer.ValidName, skill.ValidName): neither holds a
+// slash or is "..".
+func (r *Runtime) draftDir(agentName, name string) string {
+	return filepath.Join(r.o.DataDir, "agents", agentName, "skill-drafts", name)
+}
+
+// findDraft is the folder of agent's skill draft name: ErrBadOptions
+// for a name no agent or skill can have, store.ErrNotFound when there
+// is no such draft.
+func (r *Runtime) findDraft(agentName, name string) (string, error) {
+	if err := computer.ValidName("agent", agentName); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	if err := skill.ValidName(name); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	dir := r.draftDir(agentName, name)
+	fi, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), err == nil && !fi.IsDir():
+		return "", fmt.Errorf("%w: agent %s has no skill draft %s", store.ErrNotFound, agentName, name)
+	case err != nil:
+		return "", err
+	}
+	return dir, nil
+}
+
+// ReadDraft reads agent's skill draft name as an install would: its
+// files, parsed and scanned.
+func (r *Runtime) ReadDraft(ctx context.Context, agentName, name string) (*skill.Bundle, error) {
+	dir, err := r.findDraft(agentName, name)
+	if err != nil {
+		return nil, err
+	}
+	r.drafts.Lock()
+	defer r.drafts.Unlock()
+	return readDraft(ctx, dir, name)
+}
+
+// readDraft fetches the draft in dir, whose errors name it by name, not
+// by its host folder. The caller holds r.drafts.
+func readDraft(ctx context.Context, dir, name string) (*skill.Bundle, error) {
+	bundles, err := skill.Fetch(ctx, dir, skill.FetchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("the draft %s %w: %s", name, ErrBadDraft, strings.ReplaceAll(err.Error(), dir, "skill-drafts/"+name))
+	}
+	return bundles[0], nil
+}
+
+// InstallDraft installs agent's skill draft name as den skills distill
+// does when the user says yes, and returns the skill as the catalog
+// lists it. A draft with high-severity findings is skill.ErrFlagged
+// unless allowHigh; one named as a skill the agent has is
+// skill.ErrExists unless replace, which installs it in that skill's
+// place. The draft stays, as after den skills distill.
+func (r *Runtime) InstallDraft(ctx context.Context, agentName, name string, allowHigh, replace bool) (skill.Entry, error) {
+	dir, err := r.findDraft(agentName, name)
+	if err != nil {
+		return skill.Entry{}, err
+	}
+	// The catalog opens the agent's computer: only once the draft is
+	// known to be there.
+	cat, err := r.Skills(ctx, agentName)
+	if err != nil {
+		return skill.Entry{}, err
+	}
+	r.drafts.Lock()
+	defer r.drafts.Unlock()
+	b, err := readDraft(ctx, dir, name)
+	if err != nil {
+		return skill.Entry{}, err
+	}
+	high := 0
+	for _, f := range b.Findings {
+		if f.Severity >= skill.High {
+			high++
+		}
+	}
+	if high > 0 && !allowHigh {
+		return skill.Entry{}, fmt.Errorf("the draft %s %w (%d): read them, and install it with allow_high to install it anyway", name, skill.ErrFlagged, high)
+	}
+	now := time.Now()
+	if err := cat.Install(b, skill.InstallOptions{Replace: replace, AllowHigh: allowHigh}, now); err != nil {
+		if errors.Is(err, skill.ErrExists) {
+			return skill.Entry{}, fmt.Errorf("a skill named %s %w for agent %s: install the draft with replace to install it in its place", b.Name(), skill.ErrExists, agentName)
+		}
+		return skill.Entry{}, err
+	}
+	return cat.Get(b.Name(), "", now)
+}
+
+// DiscardDraft removes agent's skill draft name.
+func (r *Runtime) DiscardDraft(agentName, name string) error {
+	dir, err := r.findDraft(agentName, name)
+	if err != nil {
+		return err
+	}
+	r.drafts.Lock()
+	defer r.drafts.Unlock()
+	return os.RemoveAll(dir)
 }
 
 type draftFile struct{ path, body string }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,11 +47,16 @@ func (r *Runtime) Rollup(ctx context.Context, agentName string, now time.Time) (
 	return rolled, sessionID, err
 }
 
+// ErrModel marks a request to a model that failed: the provider
+// refused it, or its answer broke off. The model's side failed, not den.
+var ErrModel = errors.New("the model failed")
+
 // oneShot asks the agent's model (or model, a ref) one question
 // outside any conversation, and keeps the question and its answer as a
 // session of the agent with the given title, whose usage and cost are
 // recorded like any other's under purpose. It returns the answer's
-// text and that session's id ("" when none was made).
+// text and that session's id ("" when none was made). A model that does
+// not resolve is ErrBadOptions; a request that failed, ErrModel.
 func (r *Runtime) oneShot(ctx context.Context, agentName, model, title, purpose, system, prompt string, maxTokens int) (string, string, error) {
 	cfg := r.Config()
 	res := &models.Resolver{Config: cfg}
@@ -58,12 +64,12 @@ func (r *Runtime) oneShot(ctx context.Context, agentName, model, title, purpose,
 	var err error
 	if ref == "" {
 		if ref, err = res.Default(); err != nil {
-			return "", "", err
+			return "", "", fmt.Errorf("%w: %w", ErrBadOptions, err)
 		}
 	}
 	targets, err := res.Resolve(ref)
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("%w: %w", ErrBadOptions, err)
 	}
 	policy, err := retryPolicy(cfg, 0)
 	if err != nil {
@@ -89,7 +95,7 @@ func (r *Runtime) oneShot(ctx context.Context, agentName, model, title, purpose,
 	req := &llm.Request{Model: targets[0].Model, System: system, Messages: []llm.Message{question}, MaxTokens: maxTokens, Thinking: llm.ThinkingOff}
 	for ev, err := range chain.Stream(ctx, req) {
 		if err != nil {
-			return "", sess.ID, err
+			return "", sess.ID, fmt.Errorf("%w: %w", ErrModel, err)
 		}
 		c.Add(ev)
 	}
@@ -101,7 +107,7 @@ func (r *Runtime) oneShot(ctx context.Context, agentName, model, title, purpose,
 		return "", sess.ID, fmt.Errorf("usage not recorded: %w", err)
 	}
 	if !turn.Done {
-		return "", sess.ID, fmt.Errorf("the answer broke off: %w", llm.ErrStream)
+		return "", sess.ID, fmt.Errorf("%w: the answer broke off: %w", ErrModel, llm.ErrStream)
 	}
 	if _, err := r.st.Append(context.WithoutCancel(ctx), sess.ID, turn.Message); err != nil {
 		return "", sess.ID, err

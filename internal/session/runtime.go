@@ -116,6 +116,8 @@ type Runtime struct {
 	skillsUsed  skillsInUse
 	mcpPolicies mcpPolicies // MCP servers' egress policies, as mcp.json changes
 
+	drafts sync.Mutex // the agents' skill-drafts folders: one writer or reader at a time
+
 	devices *Devices // the browsers host commands reach (Options.Devices)
 	web     browsers // the agents' own web browsers
 	subs    subagents

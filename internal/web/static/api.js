@@ -10,8 +10,8 @@ export class ApiError extends Error {
   }
 }
 
-async function call(method, path, body, headers = {}) {
-  const init = { method, headers: { ...headers }, credentials: "same-origin" };
+async function call(method, path, body, headers = {}, signal = undefined) {
+  const init = { method, headers: { ...headers }, credentials: "same-origin", signal };
   if (body !== undefined) {
     if (body instanceof FormData) {
       init.body = body;
@@ -75,6 +75,12 @@ export const api = {
   changes: (id, checkpoint) => call("GET", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/changes`),
   restore: (id, checkpoint) => call("POST", `/api/v1/sessions/${enc(id)}/checkpoints/${checkpoint}/restore`),
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
+  // distill answers once the model wrote the draft; signal stops it.
+  distill: (id, body, signal) => call("POST", `/api/v1/sessions/${enc(id)}/distill`, body, {}, signal),
+  // grant: { allow_high, replace }, what the user confirmed.
+  installDraft: (agent, name, grant = {}) =>
+    call("POST", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}/install`, grant),
+  discardDraft: (agent, name) => call("DELETE", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}`),
   answer: (approvalID, decision, scope) => call("POST", `/api/v1/approvals/${enc(approvalID)}`, scope ? { decision, scope } : { decision }),
   schedules: (agent = "") => call("GET", "/api/v1/schedules" + (agent ? "?" + new URLSearchParams({ agent }) : "")),
   addSchedule: (job) => call("POST", "/api/v1/schedules", job),

@@ -12,6 +12,7 @@ import { Terminal } from "/app/terminal.js";
 import { BrowserView } from "/app/browser.js";
 import { Settings } from "/app/settings.js";
 import { Schedules } from "/app/schedules.js";
+import { Distill } from "/app/distill.js";
 import { handleDeviceRequest, handleDeviceDone, DevicePrompts } from "/app/device.js";
 import { pushState } from "/app/push.js";
 
@@ -30,6 +31,7 @@ const ICONS = {
   browser: "M12 3a9 9 0 1 0 0 18 9 9 0 0 0 0-18zM3 12h18M12 3c3 3 3 15 0 18M12 3c-3 3-3 15 0 18",
   close: "M6 6l12 12M18 6 6 18",
   memory: "M9 4a3 3 0 0 0-3 3v.5A3 3 0 0 0 4 10.5a3 3 0 0 0 1 2.2A3 3 0 0 0 6 18a3 3 0 0 0 3 2 3 3 0 0 0 3-3V7a3 3 0 0 0-3-3zM15 4a3 3 0 0 1 3 3v.5a3 3 0 0 1 2 3 3 3 0 0 1-1 2.2A3 3 0 0 1 18 18a3 3 0 0 1-3 2 3 3 0 0 1-3-3",
+  more: "M4 12a1.5 1.5 0 1 0 3 0 1.5 1.5 0 1 0-3 0M10.5 12a1.5 1.5 0 1 0 3 0 1.5 1.5 0 1 0-3 0M17 12a1.5 1.5 0 1 0 3 0 1.5 1.5 0 1 0-3 0",
   clock: "M12 21a9 9 0 1 0 0-18 9 9 0 0 0 0 18zM12 7v5l3 3",
   settings: "M12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6zM19.4 15a1.7 1.7 0 0 0 .3 1.8l.1.1a2 2 0 1 1-2.8 2.8l-.1-.1a1.7 1.7 0 0 0-1.8-.3 1.7 1.7 0 0 0-1 1.5V21a2 2 0 1 1-4 0v-.1a1.7 1.7 0 0 0-1.1-1.5 1.7 1.7 0 0 0-1.8.3l-.1.1a2 2 0 1 1-2.8-2.8l.1-.1a1.7 1.7 0 0 0 .3-1.8 1.7 1.7 0 0 0-1.5-1H3a2 2 0 1 1 0-4h.1a1.7 1.7 0 0 0 1.5-1.1 1.7 1.7 0 0 0-.3-1.8l-.1-.1a2 2 0 1 1 2.8-2.8l.1.1a1.7 1.7 0 0 0 1.8.3H9a1.7 1.7 0 0 0 1-1.5V3a2 2 0 1 1 4 0v.1a1.7 1.7 0 0 0 1 1.5 1.7 1.7 0 0 0 1.8-.3l.1-.1a2 2 0 1 1 2.8 2.8l-.1.1a1.7 1.7 0 0 0-.3 1.8V9a1.7 1.7 0 0 0 1.5 1H21a2 2 0 1 1 0 4h-.1a1.7 1.7 0 0 0-1.5 1z",
 };
@@ -51,6 +53,8 @@ function App() {
   const [panel, setPanel] = useState(null); // "files", "terminal", "browser" or null
   const [settings, setSettings] = useState(false);
   const [schedules, setSchedules] = useState(false);
+  const [more, setMore] = useState(false); // the open chat's menu
+  const [distill, setDistill] = useState(false); // the open chat's Make a skill sheet
   const [toasts, setToasts] = useState([]);
   const [memory, setMemory] = useState(null); // the open chat's memory: {on, set}
   const [browserOn, setBrowserOn] = useState(false); // the open chat's agent has a browser to show
@@ -123,6 +127,18 @@ function App() {
       f.close();
     };
   }, []);
+
+  // Another chat closes the menu and the sheet of this one.
+  useEffect(() => {
+    setMore(false);
+    setDistill(false);
+  }, [current]);
+  useEffect(() => {
+    if (!more) return;
+    const onKey = (e) => e.key === "Escape" && setMore(false);
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [more]);
 
   useEffect(() => {
     const onHash = () => setCurrent(location.hash.slice(1));
@@ -216,12 +232,23 @@ function App() {
           ${current && (browserOn || panel === "browser") && html`
             <button class=${"icon" + (panel === "browser" ? " on" : "")} aria-label="Browser" aria-pressed=${panel === "browser"}
               title="The agent's browser: watch it, take it over" onClick=${() => setPanel(panel === "browser" ? null : "browser")}>${icon(ICONS.browser)}</button>`}
+          ${current && html`
+            <div class="more">
+              <button class=${"icon" + (more ? " on" : "")} aria-label="More" aria-haspopup="menu" aria-expanded=${more}
+                onClick=${() => setMore(!more)}>${icon(ICONS.more)}</button>
+              ${more && html`<div class="menu-scrim" onClick=${() => setMore(false)} aria-hidden="true"></div>
+                <div class="menu-pop" role="menu" aria-label="This chat">
+                  <button role="menuitem" onClick=${() => { setMore(false); setDistill(true); }}>Make a skill</button>
+                </div>`}
+            </div>`}
         </header>
         ${error && html`<div class="banner error" role="alert">${error} <button class="link" onClick=${() => setError("")}>Dismiss</button></div>`}
         ${settings && html`<div class="settings-layer"><${Settings} onError=${setError} onClose=${() => setSettings(false)}
           onOpen=${(sid) => { setSettings(false); open(sid); }} /></div>`}
         ${schedules && html`<div class="settings-layer"><${Schedules} agent=${agent} agents=${agents} onError=${setError}
           onClose=${() => setSchedules(false)} onOpen=${(sid) => { setSchedules(false); open(sid); }} /></div>`}
+        ${distill && current && html`<div class="settings-layer"><${Distill} key=${current} id=${current}
+          onClose=${() => setDistill(false)} onOpen=${(sid) => { setDistill(false); open(sid); }} /></div>`}
         ${current
           ? html`<${Chat} key=${current} id=${current} onError=${setError} onTitle=${loadSessions} panel=${panel} setPanel=${setPanel}
               onMemory=${setMemory} onBrowser=${setBrowserOn} />`

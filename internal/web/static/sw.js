@@ -2,8 +2,8 @@
 // styles) so that den opens at once and offline, never caches the API
 // (sessions, events and files always come from den), and shows the
 // notifications den pushes (push.js subscribes).
-const CACHE = "den-shell-v4";
-const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/browser.js", "/app/settings.js", "/app/schedules.js", "/app/device.js", "/app/push.js", "/app/icon.svg",
+const CACHE = "den-shell-v5";
+const SHELL = ["/", "/app/style.css", "/app/app.js", "/app/api.js", "/app/markdown.js", "/app/files.js", "/app/terminal.js", "/app/browser.js", "/app/settings.js", "/app/schedules.js", "/app/distill.js", "/app/device.js", "/app/push.js", "/app/icon.svg",
   "/app/vendor/preact.module.js", "/app/vendor/hooks.module.js", "/app/vendor/htm.module.js"];
 
 self.addEventListener("install", (e) => {
