@@ -72,18 +72,7 @@ func newBrowserAPI(t *testing.T) *browserAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := auth.New(auth.Options{DataDir: t.TempDir(), Public: IsPublic, Env: func(k string) string {
-		if k == "DEN_TOKEN" {
-			return browserToken
-		}
-		return ""
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Runtime: se.RT, Store: se.Store, ConfigPath: filepath.Join(t.TempDir(), "config.toml")}).Handler()
-	srv := httptest.NewServer(g.Wrap(h))
-	t.Cleanup(srv.Close)
+	srv := serveToken(t, se, browserToken)
 	return &browserAPI{srv: srv, rt: se.RT, session: sess.ID}
 }
 
@@ -380,4 +369,23 @@ func TestBrowserRoutes(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// serveToken serves se's runtime behind the token gate, with token as
+// DEN_TOKEN.
+func serveToken(t *testing.T, se *sessiontest.Env, token string) *httptest.Server {
+	t.Helper()
+	g, err := auth.New(auth.Options{DataDir: t.TempDir(), Public: IsPublic, Env: func(k string) string {
+		if k == "DEN_TOKEN" {
+			return token
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Runtime: se.RT, Store: se.Store, ConfigPath: filepath.Join(t.TempDir(), "config.toml")}).Handler()
+	srv := httptest.NewServer(g.Wrap(h))
+	t.Cleanup(srv.Close)
+	return srv
 }

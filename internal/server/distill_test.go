@@ -14,7 +14,6 @@ import (
 
 	"den.dev/den/internal/llm"
 	"den.dev/den/internal/llm/llmtest"
-	"den.dev/den/internal/server/auth"
 	"den.dev/den/internal/session/sessiontest"
 )
 
@@ -54,18 +53,7 @@ func newDistillAPI(t *testing.T, turns ...llmtest.Turn) *distillAPI {
 		llm.Message{Role: llm.Assistant, Parts: []llm.Part{&llm.Text{Text: "du -s /etc/* showed found-the-big-ones."}}}); err != nil {
 		t.Fatal(err)
 	}
-	g, err := auth.New(auth.Options{DataDir: t.TempDir(), Public: IsPublic, Env: func(k string) string {
-		if k == "DEN_TOKEN" {
-			return distillToken
-		}
-		return ""
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Runtime: se.RT, Store: se.Store, ConfigPath: filepath.Join(t.TempDir(), "config.toml")}).Handler()
-	srv := httptest.NewServer(g.Wrap(h))
-	t.Cleanup(srv.Close)
+	srv := serveToken(t, se, distillToken)
 	return &distillAPI{srv: srv, dir: se.Dir, session: sess.ID, fake: fake}
 }
 
