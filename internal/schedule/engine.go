@@ -17,6 +17,7 @@ type Store interface {
 	Schedules(ctx context.Context, agent string) ([]store.Schedule, error)
 	GetSchedule(ctx context.Context, id int64) (store.Schedule, error)
 	ScheduleRuns(ctx context.Context, q store.RunQuery) ([]store.ScheduleRun, error)
+	GetScheduleRun(ctx context.Context, id int64) (store.ScheduleRun, error)
 	LastScheduleRuns(ctx context.Context) (map[int64]store.ScheduleRun, error)
 	ScheduleDeliveries(ctx context.Context, ids []int64) (map[int64]store.ScheduleDelivery, error)
 	ScheduleWake(ctx context.Context) (time.Time, error)

@@ -100,24 +100,17 @@ func (e *Engine) cancelStopped(ctx context.Context) error {
 		return nil
 	}
 	var stopped []int64
-	err := e.o.Store.UpdateSchedules(ctx, func(tx *store.ScheduleTx) error {
-		stopped = stopped[:0]
-		for _, id := range ids {
-			u, err := tx.Run(id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if u.Status != Running {
-				stopped = append(stopped, id)
-			}
+	for _, id := range ids {
+		u, err := e.o.Store.GetScheduleRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		if err != nil {
+			return err
+		}
+		if u.Status != Running {
+			stopped = append(stopped, id)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
