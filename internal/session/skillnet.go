@@ -46,13 +46,13 @@ func (u *skillsInUse) of(session string, load func() ([]string, error)) []string
 	if err != nil {
 		return nil // the next call tries again
 	}
+	if names == nil {
+		names = []string{} // loaded, and none
+	}
 	if u.by == nil {
 		u.by = map[string][]string{}
 	}
 	u.by[session] = names
-	if names == nil {
-		u.by[session] = []string{}
-	}
 	return slices.Clone(names)
 }
 
