@@ -79,7 +79,7 @@ func TestInComputer(t *testing.T) {
 	}
 	r = call(t, reg, b.env, "mcp__t__big", `{"n": 100000}`)
 	if s := text(r); len([]rune(s)) > tool.ShellMaxChars+1000 || !strings.Contains(s, "/den/offloads/mcp-t-") || !strings.Contains(s, "line 0\n") {
-		t.Errorf("big: %d characters, %q", len(s), s[len(s)-300:])
+		t.Errorf("big: %d characters, %q; the server's log:\n%s", len(s), s[max(0, len(s)-300):], set.Log("t"))
 	}
 	if r := call(t, reg, b.env, "mcp__t__fail", `{}`); !r.IsError || !strings.Contains(text(r), "the disk is full") {
 		t.Errorf("fail: %+v", r)
