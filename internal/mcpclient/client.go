@@ -443,7 +443,12 @@ func (c *client) use(ctx context.Context, timeout time.Duration, f func(context.
 	case cctx.Err() != nil:
 		c.drop(cn, fmt.Sprintf("no answer within %v", timeout))
 		c.setState(Failed, fmt.Errorf("%w: %s did not answer within %v", ErrUnavailable, c.srv.Name, timeout))
-		return fmt.Errorf("%w: %s did not answer within %v; den stopped it, and starts it again at the next call", ErrUnavailable, c.srv.Name, timeout)
+		msg := fmt.Sprintf("%s did not answer within %v; den stopped it, and starts it again at the next call", c.srv.Name, timeout)
+		if t := stderrTail(c.log); t != "" {
+			// What a hung server said last is often why it hangs.
+			msg += "; the end of its log:\n" + t
+		}
+		return fmt.Errorf("%w: %s", ErrUnavailable, msg)
 	}
 	why := err.Error()
 	if cn.proc != nil {

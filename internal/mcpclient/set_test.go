@@ -169,7 +169,8 @@ func TestNotInstalled(t *testing.T) {
 // TestBrokenServers: a server that prints garbage, one that never
 // answers, one that dies at once, one that crashes in a call, one that
 // writes broken JSON in a call and a call that takes too long each give
-// the model a clear error result; den goes on, and the server is
+// the model a clear error result (quoting the end of the server's log
+// where it wrote one); den goes on, and the server is
 // started again at the next call.
 func TestBrokenServers(t *testing.T) {
 	b := newBox(t)
@@ -225,13 +226,17 @@ func TestBrokenServers(t *testing.T) {
 		}
 		echo()
 	}
+	if r := text(call(t, reg, b.env, "mcp__ok__sleep", `{"seconds": 30}`)); !strings.Contains(r, "the end of its log:\nmcpserver: ready on stdio") {
+		t.Errorf("the timeout's result does not quote the server's log: %q", r)
+	}
+	echo()
 	if r := text(call(t, reg, b.env, "mcp__ok__crash", `{}`)); !strings.Contains(r, "crashing on purpose") {
 		t.Errorf("the crash's result does not quote the server's log: %q", r)
 	}
 	echo()
 	// Each failure stopped the server, and each next call started it.
 	l := set.Log("ok")
-	if n := strings.Count(l, "[den] starting "); n != 5 || !strings.Contains(l, "[den] stopped: no answer within 2s") {
+	if n := strings.Count(l, "[den] starting "); n != 6 || !strings.Contains(l, "[den] stopped: no answer within 2s") {
 		t.Errorf("%d starts; the log:\n%s", n, l)
 	}
 }
