@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -101,6 +102,33 @@ func (a *distillAPI) want(t *testing.T, method, path, body string, status int, c
 	return resp
 }
 
+// drafts lists the drafts waiting (of agent, or all when ""), each as
+// "AGENT/NAME N files, H high: DESCRIPTION", or "AGENT/NAME error"
+// for one that is not a skill now.
+func (a *distillAPI) drafts(t *testing.T, agent string) []string {
+	t.Helper()
+	var got struct {
+		Drafts []struct {
+			Agent, Name, Description, Error string
+			Files, High                     int
+			Modified                        time.Time
+		}
+	}
+	a.want(t, "GET", "/api/v1/skills/drafts?agent="+agent, "", http.StatusOK, "", &got)
+	var out []string
+	for _, d := range got.Drafts {
+		if d.Modified.IsZero() {
+			t.Errorf("%s has no time", d.Name)
+		}
+		if d.Error != "" {
+			out = append(out, d.Agent+"/"+d.Name+" error")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s/%s %d files, %d high: %s", d.Agent, d.Name, d.Files, d.High, d.Description))
+	}
+	return out
+}
+
 type draftAnswer struct {
 	Agent, Name, Description string
 	RequestSession           string `json:"request_session"`
@@ -122,7 +150,9 @@ type skillAnswer struct {
 }
 
 // TestDistillRoutes: a session becomes a skill draft through the API,
-// shown whole with the scan's findings and without its host folder; a
+// shown whole with the scan's findings and without its host folder,
+// listed with the drafts waiting (those den skills distill left too) and
+// read again by name; a
 // flagged draft is installed only with allow_high (or force), a skill
 // of the same name replaced only with replace (or force); a draft is discarded; unknown drafts are
 // 404, hostile names 400, and every route needs the token.
@@ -134,8 +164,8 @@ func TestDistillRoutes(t *testing.T) {
 		llmtest.Turn{Error: &llmtest.HTTPError{Status: 400, Body: llmtest.AnthropicErrorBody("invalid_request_error", "prompt is too long")}})
 	draftsPath := "/api/v1/skills/drafts/default/"
 
-	for _, r := range [][2]string{{"POST", "/api/v1/sessions/" + a.session + "/distill"},
-		{"POST", draftsPath + "disk-report/install"}, {"DELETE", draftsPath + "disk-report"}} {
+	for _, r := range [][2]string{{"POST", "/api/v1/sessions/" + a.session + "/distill"}, {"GET", "/api/v1/skills/drafts"},
+		{"GET", draftsPath + "disk-report"}, {"POST", draftsPath + "disk-report/install"}, {"DELETE", draftsPath + "disk-report"}} {
 		if code, body := a.do(t, r[0], r[1], "", ""); code != http.StatusUnauthorized {
 			t.Errorf("%s %s without the token: %d %s", r[0], r[1], code, body)
 		}
@@ -166,6 +196,17 @@ func TestDistillRoutes(t *testing.T) {
 	if code, body := a.do(t, "GET", "/api/v1/sessions/"+d.RequestSession, "", distillToken); code != http.StatusOK ||
 		!strings.Contains(body, "Skill draft from") {
 		t.Errorf("the request's session: %d %.300s", code, body)
+	}
+
+	// Listed among the drafts waiting, and read again as distill
+	// answered it.
+	var got draftAnswer
+	a.want(t, "GET", draftsPath+"disk-report", "", http.StatusOK, "", &got)
+	if got.Name != d.Name || got.High != 1 || len(got.Files) != 2 || got.Files[1].Text != d.Files[1].Text || got.RequestSession != "" {
+		t.Errorf("GET the draft: %+v", got)
+	}
+	if drafts := a.drafts(t, ""); len(drafts) != 1 || drafts[0] != "default/disk-report 2 files, 1 high: Report the largest folders. Use when the user asks what fills the disk." {
+		t.Errorf("the drafts: %q", drafts)
 	}
 
 	// High findings: refused unless allowed.
@@ -200,6 +241,34 @@ func TestDistillRoutes(t *testing.T) {
 	a.want(t, "POST", draftsPath+"tidy-tmp/install", `{"replace": true}`, http.StatusOK, "", &installed)
 	a.want(t, "POST", draftsPath+"tidy-tmp/install", `{"force": true}`, http.StatusOK, "", &installed)
 
+	// What den skills distill left without a terminal is listed too, as
+	// is a draft its folder's changes made into no skill (saying why);
+	// a link is not a draft.
+	drafts := filepath.Join(a.dir, "agents", "default", "skill-drafts")
+	if err := os.MkdirAll(filepath.Join(drafts, "from-cli"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(drafts, "from-cli", "SKILL.md"), []byte("---\nname: from-cli\ndescription: Made by den skills distill.\n---\n# From the CLI\n"), 0o644)
+	os.Mkdir(filepath.Join(drafts, "broken"), 0o700)
+	os.WriteFile(filepath.Join(drafts, "broken", "SKILL.md"), []byte("no frontmatter\n"), 0o644)
+	os.Symlink("/etc", filepath.Join(drafts, "linked"))
+	os.Mkdir(filepath.Join(drafts, "Not.A.Name"), 0o700)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(drafts, "broken"), old, old)
+	want := []string{"default/from-cli 1 files, 0 high: Made by den skills distill.", "default/tidy-tmp 1 files, 0 high: Remove old files from /tmp. Use when the disk is full.",
+		"default/disk-report 2 files, 1 high: Report the largest folders. Use when the user asks what fills the disk.", "default/broken error"}
+	os.Chtimes(filepath.Join(drafts, "disk-report"), old.Add(time.Minute), old.Add(time.Minute))
+	os.Chtimes(filepath.Join(drafts, "tidy-tmp"), old.Add(2*time.Minute), old.Add(2*time.Minute))
+	if got := a.drafts(t, "default"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the drafts, newest first:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := a.drafts(t, "other"); len(got) != 0 {
+		t.Errorf("another agent's drafts: %q", got)
+	}
+	a.want(t, "GET", "/api/v1/skills/drafts?agent=..", "", http.StatusBadRequest, "bad_request", nil)
+	a.want(t, "GET", draftsPath+"broken", "", http.StatusUnprocessableEntity, "bad_draft", nil)
+	a.want(t, "GET", draftsPath+"linked", "", http.StatusNotFound, "not_found", nil)
+
 	// Discarded: gone, and then unknown.
 	a.want(t, "DELETE", draftsPath+"tidy-tmp", "", http.StatusNoContent, "", nil)
 	if _, err := os.Stat(filepath.Join(a.dir, "agents", "default", "skill-drafts", "tidy-tmp")); !os.IsNotExist(err) {
@@ -214,6 +283,7 @@ func TestDistillRoutes(t *testing.T) {
 		"default/x%00", "default/" + strings.Repeat("a", 65), "..%2Fdefault/disk-report", ".x/disk-report", "a%2Fb/disk-report"} {
 		a.want(t, "POST", "/api/v1/skills/drafts/"+p+"/install", "", http.StatusBadRequest, "bad_request", nil)
 		a.want(t, "DELETE", "/api/v1/skills/drafts/"+p, "", http.StatusBadRequest, "bad_request", nil)
+		a.want(t, "GET", "/api/v1/skills/drafts/"+p, "", http.StatusBadRequest, "bad_request", nil)
 	}
 	if _, err := os.Stat(filepath.Join(a.dir, "agents", "default", "skill-drafts", "disk-report", "SKILL.md")); err != nil {
 		t.Errorf("a hostile name reached a draft: %v", err)

@@ -143,6 +143,8 @@ func (s *Server) Routes() []Route {
 		{"GET", "/manifest.webmanifest", false, s.web.Manifest},
 		{"GET", "/api/v1/agents", false, s.agents},
 		{"GET", "/api/v1/skills", false, s.listSkills},
+		{"GET", "/api/v1/skills/drafts", false, s.listDrafts},
+		{"GET", "/api/v1/skills/drafts/{agent}/{name}", false, s.getDraft},
 		{"POST", "/api/v1/skills/drafts/{agent}/{name}/install", false, s.installDraft},
 		{"DELETE", "/api/v1/skills/drafts/{agent}/{name}", false, s.discardDraft},
 		{"GET", "/api/v1/mcp", false, s.listMCP},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -9,6 +10,7 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/skill"
+	"den.dev/den/internal/store"
 )
 
 // skillJSON is a skill as the API lists it.
@@ -156,6 +158,54 @@ func (s *Server) distill(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return reply.JSON(w, http.StatusOK, draftOf(d.Agent, d.Session, b))
+}
+
+// draftEntryJSON is a skill draft in the list of those waiting.
+type draftEntryJSON struct {
+	Agent       string    `json:"agent"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	Files       int       `json:"files"`
+	High        int       `json:"high"`
+	Modified    time.Time `json:"modified"`
+	Error       string    `json:"error,omitempty"` // why it is not a skill now (its folder was changed)
+}
+
+// listDrafts lists the skill drafts waiting for review, of ?agent= or of
+// every agent, newest first: the web's and those den skills distill left
+// without a terminal.
+func (s *Server) listDrafts(w http.ResponseWriter, r *http.Request) error {
+	entries, err := s.rt.Drafts(r.URL.Query().Get("agent"))
+	if err != nil {
+		return err
+	}
+	out := []draftEntryJSON{}
+	for _, e := range entries {
+		j := draftEntryJSON{Agent: e.Agent, Name: e.Name, Modified: e.Modified}
+		b, err := s.rt.ReadDraft(r.Context(), e.Agent, e.Name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue // discarded meanwhile
+		case err != nil:
+			j.Error = err.Error()
+		default:
+			d := draftOf(e.Agent, "", b)
+			j.Description, j.Files, j.High = d.Description, len(d.Files), d.High
+		}
+		out = append(out, j)
+	}
+	return reply.JSON(w, http.StatusOK, map[string]any{"drafts": out})
+}
+
+// getDraft answers one skill draft as distill does, for the user to
+// read before installing or discarding it.
+func (s *Server) getDraft(w http.ResponseWriter, r *http.Request) error {
+	agentName, name := r.PathValue("agent"), r.PathValue("name")
+	b, err := s.rt.ReadDraft(r.Context(), agentName, name)
+	if err != nil {
+		return err
+	}
+	return reply.JSON(w, http.StatusOK, draftOf(agentName, "", b))
 }
 
 // installDraft installs a skill draft as den skills distill --yes

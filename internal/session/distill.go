@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,6 +151,66 @@ func (r *Runtime) findDraft(agentName, name string) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// DraftEntry is a skill draft waiting in an agent's skill-drafts
+// folder.
+type DraftEntry struct {
+	Agent, Name string
+	Modified    time.Time // when its folder last changed
+}
+
+// Drafts lists the skill drafts waiting for review, of agentName or,
+// when it is "", of every agent, newest first: the drafts den skills
+// distill left without a terminal as well as the web's. Folders whose
+// names no agent or skill can have, and links, are not drafts.
+func (r *Runtime) Drafts(agentName string) ([]DraftEntry, error) {
+	agents := []string{agentName}
+	if agentName == "" {
+		ents, err := os.ReadDir(filepath.Join(r.o.DataDir, "agents"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		agents = agents[:0]
+		for _, e := range ents {
+			if e.IsDir() && computer.ValidName("agent", e.Name()) == nil {
+				agents = append(agents, e.Name())
+			}
+		}
+	} else if err := computer.ValidName("agent", agentName); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
+	}
+	r.drafts.Lock()
+	defer r.drafts.Unlock()
+	var out []DraftEntry
+	for _, a := range agents {
+		dir := filepath.Join(r.o.DataDir, "agents", a, "skill-drafts")
+		ents, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			// ReadDir does not follow links: a link is not a dir here.
+			if !e.IsDir() || skill.ValidName(e.Name()) != nil {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil {
+				continue // removed meanwhile
+			}
+			out = append(out, DraftEntry{Agent: a, Name: e.Name(), Modified: fi.ModTime()})
+		}
+	}
+	slices.SortFunc(out, func(a, b DraftEntry) int {
+		if c := b.Modified.Compare(a.Modified); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Agent+"/"+a.Name, b.Agent+"/"+b.Name)
+	})
+	return out, nil
 }
 
 // ReadDraft reads agent's skill draft name as an install would: its
