@@ -31,7 +31,8 @@ a SKILL.md with the steps and the pitfalls met, and scripts from the
 commands that worked. The draft is written to DATA/agents/AGENT/skill-drafts/
 NAME (the computer does not see it), printed whole with the scan's findings,
 and installed only when you say yes. Without a terminal, the draft stays for
-you to read and edit; install it with den skills install DIR, or give --yes.
+you to read and edit; install it with den skills install DIR or from the
+web face (a chat's Make a skill lists the drafts waiting), or give --yes.
 The request is kept as a session "Skill draft from …" with its cost.`,
 		Example: `  den skills distill 01JD3Q… --name weekly-report`,
 		Args:    cobra.ExactArgs(1),

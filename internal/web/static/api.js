@@ -77,6 +77,8 @@ export const api = {
   skills: (session) => call("GET", "/api/v1/skills?" + new URLSearchParams({ session })),
   // distill answers once the model wrote the draft; signal stops it.
   distill: (id, body, signal) => call("POST", `/api/v1/sessions/${enc(id)}/distill`, body, {}, signal),
+  drafts: () => call("GET", "/api/v1/skills/drafts"),
+  draft: (agent, name) => call("GET", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}`),
   // grant: { allow_high, replace }, what the user confirmed.
   installDraft: (agent, name, grant = {}) =>
     call("POST", `/api/v1/skills/drafts/${enc(agent)}/${enc(name)}/install`, grant),

@@ -29,9 +29,12 @@ function size(n) {
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 // Distill is the sheet: a name to give (or not), then the model at
-// work, then the draft with Install and Discard. Closing it while the
-// model writes stops the request.
+// work, then the draft with Install and Discard. The drafts waiting for
+// review (from earlier, or from den skills distill) are listed first,
+// each to open the same way. Closing it while the model writes stops
+// the request.
 export function Distill({ id, onClose, onOpen }) {
+  const [waiting, setWaiting] = useState([]);
   const [name, setName] = useState("");
   const [draft, setDraft] = useState(null);
   const [writing, setWriting] = useState(false);
@@ -42,6 +45,21 @@ export function Distill({ id, onClose, onOpen }) {
   const [installed, setInstalled] = useState(null);
   const abort = useRef(null);
   useEffect(() => () => abort.current && abort.current.abort(), []);
+  useEffect(() => {
+    api.drafts().then((r) => setWaiting(r.drafts || []), () => {});
+  }, []);
+
+  const review = async (w) => {
+    setBusy(true);
+    setFailed("");
+    try {
+      setDraft(await api.draft(w.agent, w.name));
+    } catch (err) {
+      setFailed(err.message);
+    } finally {
+      setBusy(false);
+    }
+  };
 
   const write = async (e) => {
     e.preventDefault();
@@ -83,6 +101,7 @@ export function Distill({ id, onClose, onOpen }) {
     }
   };
   const discard = async () => {
+    if (!window.confirm(`Discard the draft ${visible(draft.name)}? Its files are removed.`)) return;
     setBusy(true);
     setFailed("");
     try {
@@ -121,7 +140,15 @@ export function Distill({ id, onClose, onOpen }) {
       <p>The model is writing the draft from this chat. This can take a minute or two.</p>
       <button type="button" onClick=${stop}>Stop</button></div>`;
   } else {
-    body = html`<form class="card" aria-label="Make a skill" onSubmit=${write}>
+    body = html`${waiting.length > 0 && html`<section class="card waiting" aria-label="Drafts waiting for review">
+        <h3>Drafts waiting for review</h3>
+        <ul>${waiting.map((w) => html`<li key=${w.agent + "/" + w.name}>
+          <div class="what"><strong>${visible(w.name)}</strong>
+            <span class="muted"> · agent ${w.agent}${w.error ? "" : " · " + plural(w.files, "file")}</span>
+            ${w.high > 0 && html` <span class="label bad">${plural(w.high, "high finding")}</span>`}
+            <p class=${w.error ? "muted error" : "muted"}>${w.error ? w.error : visible(w.description)}</p></div>
+          <button type="button" disabled=${busy || !!w.error} onClick=${() => review(w)}>Review</button></li>`)}</ul></section>`}
+      <form class="card" aria-label="Make a skill" onSubmit=${write}>
       <p>The model reads this chat and writes a skill from it: a SKILL.md with the steps and the pitfalls met, and
         scripts from the commands that worked. You read the draft before anything is installed.</p>
       <label>Name (optional)
