@@ -3,10 +3,13 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +18,7 @@ import (
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/skill"
+	"den.dev/den/internal/store"
 )
 
 // skillsDistill turns a session that went well into a skill draft, shown
@@ -94,6 +98,92 @@ The request is kept as a session "Skill draft from …" with its cost.`,
 	c.Flags().StringVar(&model, "model", "", "the model that writes the draft (the agent's otherwise)")
 	c.Flags().BoolVar(&yes, "yes", false, "install the draft without asking")
 	c.Flags().BoolVar(&force, "force", false, "replace a skill of the same name, and install despite high-severity findings")
+	return c
+}
+
+// skillsDrafts lists the skill drafts waiting for review.
+func skillsDrafts(g *globals) *cobra.Command {
+	var agent string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "drafts",
+		Short: "List the skill drafts den skills distill (or the web face) left for review",
+		Long: `List the skill drafts waiting in DATA/agents/AGENT/skill-drafts, newest
+first, with the scan's findings: those den skills distill wrote without a
+terminal, and those the web face's Make a skill wrote and nobody installed
+or discarded. Install one with den skills install FOLDER, or review it in
+the web face.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rt, done, err := cliRuntime(g, "den skills drafts")
+			if err != nil {
+				return err
+			}
+			defer done()
+			entries, err := rt.Drafts(agent)
+			if err != nil {
+				return err
+			}
+			type draftJSON struct {
+				Agent    string    `json:"agent"`
+				Name     string    `json:"name"`
+				Folder   string    `json:"folder"`
+				Modified time.Time `json:"modified"`
+				Findings int       `json:"findings"`
+				High     int       `json:"high"`
+				Error    string    `json:"error,omitempty"`
+			}
+			out := []draftJSON{}
+			for _, e := range entries {
+				j := draftJSON{Agent: e.Agent, Name: e.Name, Folder: filepath.Join(DataDir(g.dataDir), "agents", e.Agent, "skill-drafts", e.Name), Modified: e.Modified}
+				b, err := rt.ReadDraft(cmd.Context(), e.Agent, e.Name)
+				if errors.Is(err, store.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					j.Error = err.Error()
+				} else {
+					j.Findings = len(b.Findings)
+					for _, f := range b.Findings {
+						if f.Severity >= skill.High {
+							j.High++
+						}
+					}
+				}
+				out = append(out, j)
+			}
+			if asJSON {
+				return json.NewEncoder(g.stdout).Encode(out)
+			}
+			if len(out) == 0 {
+				fmt.Fprintln(g.stdout, "no skill drafts waiting (den skills distill SESSION writes one)")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tAGENT\tWRITTEN\tFINDINGS\tFOLDER")
+			for _, d := range out {
+				findings := fmt.Sprint(d.Findings)
+				if d.High > 0 {
+					findings = fmt.Sprintf("%d (%d high)", d.Findings, d.High)
+				}
+				if d.Error != "" {
+					findings = "not a skill"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, d.Agent, d.Modified.Local().Format("2006-01-02 15:04"), findings, permission.Printable(d.Folder))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			for _, d := range out {
+				if d.Error != "" {
+					fmt.Fprintf(g.stdout, "%s: %s\n", d.Name, permission.Printable(d.Error))
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "", "one agent's drafts (default: every agent's)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 

@@ -36,7 +36,7 @@ not used until you accept the change (den skills accept) or restore it
 See docs/skills.md.`,
 	}
 	c.AddCommand(skillsList(g), skillsShow(g), skillsInstall(g), skillsUpdate(g), skillsRemove(g),
-		skillsEnable(g, true), skillsEnable(g, false), skillsAccept(g), skillsDiff(g), skillsRestore(g), skillsImport(g), skillsDistill(g))
+		skillsEnable(g, true), skillsEnable(g, false), skillsAccept(g), skillsDiff(g), skillsRestore(g), skillsImport(g), skillsDistill(g), skillsDrafts(g))
 	return c
 }
 

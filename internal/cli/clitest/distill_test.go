@@ -1,8 +1,10 @@
 package clitest
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -11,7 +13,8 @@ import (
 
 // TestSkillsDistill: a session that went well becomes a skill draft:
 // the model gets the session's commands and what they printed, the
-// draft is printed and kept for review (not installed without a yes),
+// draft is printed and kept for review (not installed without a yes)
+// and listed by den skills drafts,
 // installed with --yes, and an answer that is not a skill (a path out
 // of the folder) is refused with nothing written.
 func TestSkillsDistill(t *testing.T) {
@@ -59,6 +62,22 @@ func TestSkillsDistill(t *testing.T) {
 	}
 	if list := run("skills", "list"); strings.Contains(list.Stdout, "disk-report") {
 		t.Errorf("installed without a yes:\n%s", list)
+	}
+	// It waits among the drafts, with where it is.
+	if drafts := run("skills", "drafts"); drafts.Code != 0 || !strings.Contains(drafts.Stdout, "NAME") ||
+		!regexp.MustCompile(`(?m)^disk-report +default +\d{4}-\d\d-\d\d \d\d:\d\d +0 +`+regexp.QuoteMeta(dir)+`$`).MatchString(drafts.Stdout) {
+		t.Errorf("den skills drafts: %s", drafts)
+	}
+	var waiting []struct {
+		Agent, Name, Folder string
+		Findings, High      int
+	}
+	if drafts := run("skills", "drafts", "--agent", "default", "--json"); json.Unmarshal([]byte(drafts.Stdout), &waiting) != nil ||
+		len(waiting) != 1 || waiting[0].Name != "disk-report" || waiting[0].Agent != "default" || waiting[0].Folder != dir {
+		t.Errorf("den skills drafts --json: %s", drafts)
+	}
+	if drafts := run("skills", "drafts", "--agent", "other"); drafts.Code != 0 || !strings.Contains(drafts.Stdout, "no skill drafts waiting") {
+		t.Errorf("another agent's drafts: %s", drafts)
 	}
 	if out := run("skills", "distill", id, "--yes"); out.Code != 0 || !strings.Contains(out.Stdout, "installed disk-report for agent default") {
 		t.Fatalf("den skills distill --yes: %s", out)
