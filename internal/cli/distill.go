@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"den.dev/den/internal/permission"
 	"den.dev/den/internal/session"
 	"den.dev/den/internal/skill"
-	"den.dev/den/internal/store"
 )
 
 // skillsDistill turns a session that went well into a skill draft, shown
@@ -120,63 +118,49 @@ the web face.`,
 				return err
 			}
 			defer done()
-			entries, err := rt.Drafts(agent)
+			entries, err := rt.Drafts(cmd.Context(), agent)
 			if err != nil {
 				return err
 			}
-			type draftJSON struct {
-				Agent    string    `json:"agent"`
-				Name     string    `json:"name"`
-				Folder   string    `json:"folder"`
-				Modified time.Time `json:"modified"`
-				Findings int       `json:"findings"`
-				High     int       `json:"high"`
-				Error    string    `json:"error,omitempty"`
-			}
-			out := []draftJSON{}
-			for _, e := range entries {
-				j := draftJSON{Agent: e.Agent, Name: e.Name, Folder: filepath.Join(DataDir(g.dataDir), "agents", e.Agent, "skill-drafts", e.Name), Modified: e.Modified}
-				b, err := rt.ReadDraft(cmd.Context(), e.Agent, e.Name)
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					j.Error = err.Error()
-				} else {
-					j.Findings = len(b.Findings)
-					for _, f := range b.Findings {
-						if f.Severity >= skill.High {
-							j.High++
-						}
-					}
-				}
-				out = append(out, j)
+			folder := func(e session.DraftEntry) string {
+				return filepath.Join(DataDir(g.dataDir), "agents", e.Agent, "skill-drafts", e.Name)
 			}
 			if asJSON {
+				type draftJSON struct {
+					Agent    string    `json:"agent"`
+					Name     string    `json:"name"`
+					Folder   string    `json:"folder"`
+					Modified time.Time `json:"modified"`
+					Findings int       `json:"findings"`
+					High     int       `json:"high"`
+					Error    string    `json:"error,omitempty"`
+				}
+				out := []draftJSON{}
+				for _, e := range entries {
+					out = append(out, draftJSON{Agent: e.Agent, Name: e.Name, Folder: folder(e), Modified: e.Modified,
+						Findings: len(e.Findings), High: skill.CountHigh(e.Findings), Error: e.Problem})
+				}
 				return json.NewEncoder(g.stdout).Encode(out)
 			}
-			if len(out) == 0 {
+			if len(entries) == 0 {
 				fmt.Fprintln(g.stdout, "no skill drafts waiting (den skills distill SESSION writes one)")
 				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tAGENT\tWRITTEN\tFINDINGS\tFOLDER")
-			for _, d := range out {
-				findings := fmt.Sprint(d.Findings)
-				if d.High > 0 {
-					findings = fmt.Sprintf("%d (%d high)", d.Findings, d.High)
-				}
-				if d.Error != "" {
+			for _, e := range entries {
+				findings := findingsText(e.Findings)
+				if e.Problem != "" {
 					findings = "not a skill"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.Name, d.Agent, d.Modified.Local().Format("2006-01-02 15:04"), findings, permission.Printable(d.Folder))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Name, e.Agent, e.Modified.Local().Format("2006-01-02 15:04"), findings, permission.Printable(folder(e)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			for _, d := range out {
-				if d.Error != "" {
-					fmt.Fprintf(g.stdout, "%s: %s\n", d.Name, permission.Printable(d.Error))
+			for _, e := range entries {
+				if e.Problem != "" {
+					fmt.Fprintf(g.stdout, "%s: %s\n", e.Name, permission.Printable(e.Problem))
 				}
 			}
 			return nil

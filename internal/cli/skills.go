@@ -109,13 +109,7 @@ func short(commit string) string {
 
 // findingsText counts findings, naming the high ones.
 func findingsText(f []skill.Finding) string {
-	high := 0
-	for _, x := range f {
-		if x.Severity >= skill.High {
-			high++
-		}
-	}
-	if high > 0 {
+	if high := skill.CountHigh(f); high > 0 {
 		return fmt.Sprintf("%d (%d high)", len(f), high)
 	}
 	return fmt.Sprint(len(f))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -10,7 +9,6 @@ import (
 	"den.dev/den/internal/computer"
 	"den.dev/den/internal/server/reply"
 	"den.dev/den/internal/skill"
-	"den.dev/den/internal/store"
 )
 
 // skillJSON is a skill as the API lists it.
@@ -99,11 +97,7 @@ func draftOf(agentName, requestSession string, b *skill.Bundle) draftJSON {
 	if d.Findings == nil {
 		d.Findings = []skill.Finding{}
 	}
-	for _, f := range d.Findings {
-		if f.Severity >= skill.High {
-			d.High++
-		}
-	}
+	d.High = skill.CountHigh(d.Findings)
 	budget := maxDraftTexts
 	for _, f := range b.Files {
 		j := draftFileJSON{Path: f.Path, Size: len(f.Data), Exec: f.Exec}
@@ -175,24 +169,14 @@ type draftEntryJSON struct {
 // every agent, newest first: the web's and those den skills distill left
 // without a terminal.
 func (s *Server) listDrafts(w http.ResponseWriter, r *http.Request) error {
-	entries, err := s.rt.Drafts(r.URL.Query().Get("agent"))
+	entries, err := s.rt.Drafts(r.Context(), r.URL.Query().Get("agent"))
 	if err != nil {
 		return err
 	}
 	out := []draftEntryJSON{}
 	for _, e := range entries {
-		j := draftEntryJSON{Agent: e.Agent, Name: e.Name, Modified: e.Modified}
-		b, err := s.rt.ReadDraft(r.Context(), e.Agent, e.Name)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			continue // discarded meanwhile
-		case err != nil:
-			j.Error = err.Error()
-		default:
-			d := draftOf(e.Agent, "", b)
-			j.Description, j.Files, j.High = d.Description, len(d.Files), d.High
-		}
-		out = append(out, j)
+		out = append(out, draftEntryJSON{Agent: e.Agent, Name: e.Name, Description: e.Description, Files: e.Files,
+			High: skill.CountHigh(e.Findings), Modified: e.Modified, Error: e.Problem})
 	}
 	return reply.JSON(w, http.StatusOK, map[string]any{"drafts": out})
 }

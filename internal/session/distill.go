@@ -154,17 +154,21 @@ func (r *Runtime) findDraft(agentName, name string) (string, error) {
 }
 
 // DraftEntry is a skill draft waiting in an agent's skill-drafts
-// folder.
+// folder, read as an install would read it.
 type DraftEntry struct {
 	Agent, Name string
 	Modified    time.Time // when its folder last changed
+	Description string
+	Files       int
+	Findings    []skill.Finding
+	Problem     string // why it is not a skill now (its folder was changed); the fields above it are empty then
 }
 
 // Drafts lists the skill drafts waiting for review, of agentName or,
 // when it is "", of every agent, newest first: the drafts den skills
 // distill left without a terminal as well as the web's. Folders whose
 // names no agent or skill can have, and links, are not drafts.
-func (r *Runtime) Drafts(agentName string) ([]DraftEntry, error) {
+func (r *Runtime) Drafts(ctx context.Context, agentName string) ([]DraftEntry, error) {
 	agents := []string{agentName}
 	if agentName == "" {
 		ents, err := os.ReadDir(filepath.Join(r.o.DataDir, "agents"))
@@ -201,7 +205,13 @@ func (r *Runtime) Drafts(agentName string) ([]DraftEntry, error) {
 			if err != nil {
 				continue // removed meanwhile
 			}
-			out = append(out, DraftEntry{Agent: a, Name: e.Name(), Modified: fi.ModTime()})
+			d := DraftEntry{Agent: a, Name: e.Name(), Modified: fi.ModTime()}
+			if b, err := readDraft(ctx, filepath.Join(dir, e.Name()), e.Name()); err != nil {
+				d.Problem = err.Error()
+			} else {
+				d.Description, d.Files, d.Findings = b.Manifest.Description, len(b.Files), b.Findings
+			}
+			out = append(out, d)
 		}
 	}
 	slices.SortFunc(out, func(a, b DraftEntry) int {
@@ -258,13 +268,7 @@ func (r *Runtime) InstallDraft(ctx context.Context, agentName, name string, allo
 	if err != nil {
 		return skill.Entry{}, err
 	}
-	high := 0
-	for _, f := range b.Findings {
-		if f.Severity >= skill.High {
-			high++
-		}
-	}
-	if high > 0 && !allowHigh {
+	if high := skill.CountHigh(b.Findings); high > 0 && !allowHigh {
 		return skill.Entry{}, fmt.Errorf("the draft %s %w (%d): read them, and install it with allow_high to install it anyway", name, skill.ErrFlagged, high)
 	}
 	now := time.Now()

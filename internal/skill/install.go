@@ -35,7 +35,7 @@ func (c *Catalog) Install(b *Bundle, o InstallOptions, now time.Time) error {
 	if err := ValidName(name); err != nil {
 		return fmt.Errorf("skill: install: %w", err)
 	}
-	if h := countHigh(b.Findings); h > 0 && !o.AllowHigh {
+	if h := CountHigh(b.Findings); h > 0 && !o.AllowHigh {
 		return fmt.Errorf("skill: install %s: it %w (%d): den skills install --force installs it anyway", name, ErrFlagged, h)
 	}
 	c.mu.Lock()
@@ -88,7 +88,9 @@ func (c *Catalog) place(d *hostfs.Dir, name string, files []File) error {
 	return nil
 }
 
-func countHigh(findings []Finding) int {
+// CountHigh counts the findings of high severity: those that keep a
+// skill from being offered until a person allows it.
+func CountHigh(findings []Finding) int {
 	n := 0
 	for _, f := range findings {
 		if f.Severity >= High {
